@@ -1,0 +1,132 @@
+"""CPU drivers: ``numba.njit(parallel=True)`` loops over fixed row blocks.
+
+Each thread owns a fixed set of blocks (block b goes to thread b % threads)
+and its own scratch and integer accumulators; per-block moments are folded
+in block order afterwards, so results do not depend on the thread count.
+
+The kernels are built by ``_build`` around one captured constant: a hash of
+the sources they compile (``_math``, ``_rng``, ``_vmath``, ``accumulate`` and
+this file).  Numba's on-disk cache keys a closure by its captured values, so an
+edit to any of those files invalidates the cache instead of silently reusing a
+stale kernel (the cache otherwise only watches the file that defines the
+kernel).
+"""
+import hashlib
+import math
+import os
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ._config import FASTMATH
+from ._math import NOBS, ROW_OK, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
+from .accumulate import NCH, block_reduce
+
+
+def _source_key():
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for name in ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_config.py", "_cpu.py"):
+        path = os.path.join(here, name)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return int(h.hexdigest()[:15], 16)
+
+
+def _build(source_key):
+    jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
+
+    @njit(parallel=True, **jit)
+    def summarize_chunk(x, labels, ymode, yfix, brows, thr,
+                        lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
+                        nbad, firstbad):
+        """Rows of the 2-D array x, blocks of ``brows`` rows.
+
+        ymode 0: argmax target; 1: the fixed class yfix; 2: labels[r].
+        Outputs: mom[b] per block; per-thread (first axis) running
+        accumulators; nbad/firstbad per thread (row index within x).
+        """
+        source_key  # noqa: B018  (part of the cache key)
+        nrows, n = x.shape
+        nth = lam_s.shape[0]
+        nblk = (nrows + brows - 1) // brows
+        for t in prange(nth):
+            lam = lam_s[t]
+            for b in range(t, nblk, nth):
+                r0 = b * brows
+                nr = min(brows, nrows - r0)
+                for i in range(nr):
+                    r = r0 + i
+                    y = yfix
+                    if ymode == 2:
+                        y = labels[r]
+                    st = row_observe(x[r], n, min(ymode, 1), y, 0.5, lam[:, i])
+                    if st != ROW_OK:
+                        nbad[t] += 1
+                        if firstbad[t] < 0 or r < firstbad[t]:
+                            firstbad[t] = r
+                block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
+                             nonf[t], below[t], hist[t])
+
+    @njit(parallel=True, **jit)
+    def observe_rows(x, labels, ymode, yfix, out, status):
+        """Per-row natural logs of the observables into out[:, r]."""
+        source_key  # noqa: B018
+        nrows, n = x.shape
+        for r in prange(nrows):
+            y = yfix
+            if ymode == 2:
+                y = labels[r]
+            status[r] = row_observe(x[r], n, min(ymode, 1), y, 0.5, out[:, r])
+
+    @njit(parallel=True, **jit)
+    def softmax_rows(x, out, log, status):
+        source_key  # noqa: B018
+        nrows, n = x.shape
+        for r in prange(nrows):
+            xr = x[r]
+            m1, m2 = row_top2(xr, n)
+            if not (m1 < np.inf) or m1 == -np.inf:
+                status[r] = 1
+                out[r, :] = np.nan
+                continue
+            ref = m2 if m2 > -np.inf else m1
+            rr, e2, e3, v = row_sums(xr, n, ref)
+            if rr != rr or v != v:
+                status[r] = 1
+                out[r, :] = np.nan
+                continue
+            m1f = np.float64(m1)
+            a = math.exp(np.float64(m2) - m1f) * rr if m2 > -np.inf else 0.0
+            if log:
+                row_log_softmax(xr, n, m1f, math.log1p(a), out[r])
+            else:
+                row_softmax(xr, n, m1f, 1.0 + a, out[r])
+
+    return summarize_chunk, observe_rows, softmax_rows
+
+
+summarize_chunk, observe_rows, softmax_rows = _build(_source_key())
+
+
+def threads():
+    return numba.get_num_threads()
+
+
+def new_scratch(brows, nth, thresholds):
+    """Per-thread scratch and accumulators for ``summarize_chunk``."""
+    from ._config import SKETCH_NB
+    nt = len(thresholds)
+    return dict(
+        lam_s=np.empty((nth, NOBS, brows)),
+        val_s=np.empty((nth, NCH, brows)),
+        vmin=np.full((nth, NCH), np.inf),
+        vmax=np.full((nth, NCH), -np.inf),
+        nonf=np.zeros((nth, NCH), dtype=np.int64),
+        below=np.zeros((nth, NOBS, nt), dtype=np.int64),
+        hist=np.zeros((nth, NOBS, SKETCH_NB), dtype=np.int64),
+        nbad=np.zeros(nth, dtype=np.int64),
+        firstbad=np.full(nth, -1, dtype=np.int64),
+    )

@@ -1,0 +1,313 @@
+"""Counter-based random numbers: Philox4x32-10, normals, uniforms, chi-square.
+
+Every value is a pure function of ``(seed, row, stream, index)``: there is no
+state, no allocation and no Python object, so the same source is compiled by
+``numba.njit``, by ``numba.cuda.jit(device=True)``, and runs as plain Python
+(on NumPy scalars) under the CUDA simulator.  CPU and GPU draw the same numbers.
+
+Addressing
+----------
+One Philox4x32-10 call returns four 32-bit words for
+
+    key     = (seed & 0xffffffff, seed >> 32)               seed in [0, 2**64)
+    counter = (index & 0xffffffff, stream, row & 0xffffffff, row >> 32)
+
+``index`` is the *call* index inside the ``(row, stream)`` stream: at most
+2**32 calls (2**34 normals) per stream; larger indices wrap around and repeat
+earlier draws.  Streams (``STREAM_*``) keep the draws of one row independent
+by purpose:
+
+* ``STREAM_LOGITS``: the row's ``n`` standard normals (``fill_normals``).
+* ``STREAM_SCALE``:  the chi-square draw (``chi2``; uses call indices 0..64).
+* ``STREAM_LABEL``:  the uniform label (``uniform_int``; call index 0).
+* ``STREAM_SAMPLED``: the uniform for categorical sampling (``uniform``).
+* ``STREAM_QUERY``, ``STREAM_KEYS``: explicit DotProduct ``q`` (normal ``t``)
+  and ``K`` (normal ``j * d_k + t``), so ``n * d_k <= 2**34`` per row.
+* ``STREAM_AUX``: anything else.
+
+Normals (Box--Muller)
+---------------------
+Normal ``j`` comes from call ``i = j // 4``; words ``(r0, r1)`` give normals
+``4i`` and ``4i+1``, ``(r2, r3)`` give ``4i+2`` and ``4i+3``:
+
+    u     = (r_even + 0.5) * 2**-32                 in (0, 1), never 0 or 1
+    theta = (r_odd - 2**31 + 0.5) * 2*pi * 2**-32   in (-pi, pi)
+    rho   = sqrt(-2 log u)
+    z_even, z_odd = rho * cos(theta), rho * sin(theta)
+
+so normal ``j`` does not depend on how many are drawn (prefix property) nor,
+beyond rounding, on the float type.  In float32 ``u`` is not representable
+near 1, so ``log u`` is taken as ``log(fl(u)) + (u - fl(u)) / fl(u)`` with the
+residual computed exactly in integers: float32 draws are the float64 draws up
+to float32 rounding, small radii included.
+
+Tail truncation: ``u >= 2**-33`` bounds ``rho`` (hence ``|z|``) by
+``sqrt(66 log 2) = 6.764``; the normal tail beyond that (probability 1.3e-11)
+is never drawn.  32 bits of angle quantize ``theta`` to 1.5e-9 rad.
+"""
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+from ._vmath import fmax, vexp, vlog, vsincos
+
+__all__ = [
+    "STREAM_LOGITS", "STREAM_SCALE", "STREAM_LABEL", "STREAM_SAMPLED",
+    "STREAM_QUERY", "STREAM_KEYS", "STREAM_AUX", "CHI2_MAX_ATTEMPTS",
+    "philox4x32_10", "fill_normals", "normal", "uniform", "uniform_int", "chi2",
+]
+
+STREAM_LOGITS = 0
+STREAM_SCALE = 1
+STREAM_LABEL = 2
+STREAM_SAMPLED = 3
+STREAM_QUERY = 4
+STREAM_KEYS = 5
+STREAM_AUX = 6
+
+#: Marsaglia--Tsang attempts before ``chi2`` gives up (see ``chi2``).
+CHI2_MAX_ATTEMPTS = 64
+
+# Everything stays uint64 with uint64 constants (numba 0.68: uint64 + int
+# literal -> int64, whose >> is arithmetic); 32-bit values are masked.
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_S21 = np.uint64(21)
+_S11 = np.uint64(11)
+_ONE = np.uint64(1)
+_PHILOX_M0 = np.uint64(0xD2511F53)
+_PHILOX_M1 = np.uint64(0xCD9E8D57)
+_PHILOX_W0 = np.uint64(0x9E3779B9)
+_PHILOX_W1 = np.uint64(0xBB67AE85)
+_I2P31 = np.int64(2 ** 31)
+
+_TWO_PI = 2.0 * math.pi
+_TWOPI_2M32 = 2.0 * math.pi * 2.0 ** -32   # angle step of one 32-bit word
+_2M33 = 2.0 ** -33
+_2M53 = 2.0 ** -53
+_ONE_MINUS_2M53 = 1.0 - 2.0 ** -53
+
+
+# --------------------------------------------------------------------------
+# Philox4x32-10
+# --------------------------------------------------------------------------
+@register_jitable(inline="always")
+def _philox_round(c0, c1, c2, c3, k0, k1):
+    p0 = _PHILOX_M0 * c0          # 32 x 32 -> 64 bits: fits in uint64
+    p1 = _PHILOX_M1 * c2
+    return (((p1 >> _S32) ^ c1 ^ k0), (p1 & _M32),
+            ((p0 >> _S32) ^ c3 ^ k1), (p0 & _M32))
+
+
+@register_jitable(inline="always")
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 (Random123): counter (c0..c3), key (k0, k1) -> 4 words.
+
+    Inputs and outputs are uint64 holding 32-bit values (inputs are masked).
+    """
+    c0 = np.uint64(c0) & _M32
+    c1 = np.uint64(c1) & _M32
+    c2 = np.uint64(c2) & _M32
+    c3 = np.uint64(c3) & _M32
+    k0 = np.uint64(k0) & _M32
+    k1 = np.uint64(k1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _PHILOX_W0) & _M32
+    k1 = (k1 + _PHILOX_W1) & _M32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    return c0, c1, c2, c3
+
+
+@register_jitable(inline="always")
+def _draw(seed, row, stream, index):
+    """The 4 words of call ``index`` of stream ``(seed, row, stream)``."""
+    s = np.uint64(seed)
+    r = np.uint64(row)
+    return philox4x32_10(np.uint64(index) & _M32, np.uint64(stream) & _M32,
+                         r & _M32, r >> _S32, s & _M32, s >> _S32)
+
+
+# --------------------------------------------------------------------------
+# Box--Muller on 32-bit words, in the float type T (float32 or float64)
+# --------------------------------------------------------------------------
+@register_jitable(inline="always")
+def _box_muller(wr, wa, T):
+    """(rho cos theta, rho sin theta) of T from radius word wr, angle word wa."""
+    # u = (wr + 0.5) 2^-32 = w2 2^-33 with w2 = 2 wr + 1 odd, < 2^33.
+    w2 = np.int64(wr) * np.int64(2) + np.int64(1)
+    f = T(w2)                                  # rounded in float32, exact in float64
+    res = w2 - np.int64(f)                     # exact integer residual (0 in float64)
+    lg = vlog(f * T(_2M33)) + T(res) / f       # log u, accurate in T near u = 1
+    rho = math.sqrt(fmax(T(-2.0) * lg, T(0.0)))
+    theta = (T(np.int64(wa) - _I2P31) + T(0.5)) * T(_TWOPI_2M32)
+    s, c = vsincos(theta)
+    return rho * c, rho * s
+
+
+@register_jitable(inline="always")
+def _uniform53(w_hi, w_lo):
+    """Float64 strictly inside (0, 1) from 53 bits of two 32-bit words."""
+    x = (w_hi << _S21) | (w_lo >> _S11)        # 53 bits
+    u = (np.float64(x) + 0.5) * _2M53          # (x + 1/2) 2^-53, rounded
+    # Rounding (ties to even) can turn 1 - 2^-54 into 1.0: keep it inside.
+    return u if u < _ONE_MINUS_2M53 else _ONE_MINUS_2M53
+
+
+# --------------------------------------------------------------------------
+# Public draws
+# --------------------------------------------------------------------------
+@register_jitable
+def fill_normals(buf, n, seed, row, stream):
+    """Write normals 0..n-1 of stream (seed, row, stream) into buf[:n].
+
+    ``buf`` is a 1-D float32 or float64 array of length >= n; the values are
+    computed in its dtype (float32 draws equal float64 draws up to rounding).
+    Normal j is the same whatever n (prefix property).  Branch-free body: the
+    loop over Philox calls vectorizes.
+    """
+    T = buf.dtype.type
+    s = np.uint64(seed)
+    r = np.uint64(row)
+    k0 = s & _M32
+    k1 = s >> _S32
+    c1 = np.uint64(stream) & _M32
+    c2 = r & _M32
+    c3 = r >> _S32
+    nq = n // 4
+    for i in range(nq):
+        w0, w1, w2, w3 = philox4x32_10(np.uint64(i), c1, c2, c3, k0, k1)
+        z0, z1 = _box_muller(w0, w1, T)
+        z2, z3 = _box_muller(w2, w3, T)
+        j = 4 * i
+        buf[j] = z0
+        buf[j + 1] = z1
+        buf[j + 2] = z2
+        buf[j + 3] = z3
+    rem = n - 4 * nq
+    if rem > 0:
+        w0, w1, w2, w3 = philox4x32_10(np.uint64(nq), c1, c2, c3, k0, k1)
+        z0, z1 = _box_muller(w0, w1, T)
+        z2, z3 = _box_muller(w2, w3, T)
+        j = 4 * nq
+        buf[j] = z0
+        if rem > 1:
+            buf[j + 1] = z1
+        if rem > 2:
+            buf[j + 2] = z2
+
+
+@register_jitable
+def normal(seed, row, stream, index):
+    """Standard normal number ``index`` of the stream, float64.
+
+    Equal (up to float64 rounding) to ``buf[index]`` after a float64
+    ``fill_normals(buf, n, seed, row, stream)`` with n > index.
+    """
+    idx = np.uint64(index)
+    w0, w1, w2, w3 = _draw(seed, row, stream, idx >> np.uint64(2))
+    q = idx & np.uint64(3)
+    if q < np.uint64(2):
+        a, b = _box_muller(w0, w1, np.float64)
+    else:
+        a, b = _box_muller(w2, w3, np.float64)
+    if q & _ONE:
+        return b
+    return a
+
+
+@register_jitable
+def uniform(seed, row, stream, index):
+    """Float64 uniform strictly inside (0, 1) from call ``index``.
+
+    53 random bits: words r0 (high 32) and r1 (top 21); value
+    (x + 1/2) / 2**53 rounded to double, capped at 1 - 2**-53.
+    """
+    w0, w1, w2, w3 = _draw(seed, row, stream, index)
+    return _uniform53(w0, w1)
+
+
+@register_jitable
+def uniform_int(seed, row, stream, m):
+    """Int64 uniform on [0, m), 1 <= m <= 2**31 (call index 0 of the stream).
+
+    x = 64 random bits (words r0:r1); returns floor(x * m / 2**64) computed
+    exactly with 32-bit halves (no 128-bit type needed).  Each value gets
+    floor or ceil of 2**64 / m of the 2**64 inputs: relative bias
+    <= m / 2**64 <= 2**-33.
+    """
+    w0, w1, w2, w3 = _draw(seed, row, stream, 0)
+    mm = np.uint64(m)
+    # floor((w0 2^32 + w1) m / 2^64) = (w0 m + ((w1 m) >> 32)) >> 32 exactly;
+    # no overflow for m < 2^32.
+    return np.int64((w0 * mm + ((w1 * mm) >> _S32)) >> _S32)
+
+
+@register_jitable
+def _gamma_mt(seed, row, stream, a):
+    """Gamma(a), a >= 1, Marsaglia--Tsang; attempt t reads call index t."""
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    x = 0.0
+    v = 1.0
+    for t in range(CHI2_MAX_ATTEMPTS):
+        w0, w1, w2, w3 = _draw(seed, row, stream, t)
+        x, _ = _box_muller(w0, w1, np.float64)
+        u = _uniform53(w2, w3)
+        v = 1.0 + c * x
+        if v > 0.0:
+            v = v * v * v
+            x2 = x * x
+            if u < 1.0 - 0.0331 * (x2 * x2):
+                return d * v
+            if vlog(u) < 0.5 * x2 + d * (1.0 - v + vlog(v)):
+                return d * v
+    # Every attempt rejected: probability < 0.05**64 (< 1e-83) for a >= 1.
+    # Fall back to the last proposal (or d = a - 1/3 if it was v <= 0).
+    if v > 0.0:
+        return d * v
+    return d
+
+
+@register_jitable
+def chi2(seed, row, stream, k):
+    """Chi-square with k >= 1 degrees of freedom (float64), = 2 Gamma(k/2).
+
+    Gamma(a), a = k/2: Marsaglia--Tsang for a >= 1, attempt t (t < 64,
+    ``CHI2_MAX_ATTEMPTS``) reading its normal and uniform from call index t of
+    the stream, so retries are counter-addressed and the draw is a pure
+    function of (seed, row, stream, k).  For a < 1 (k < 2):
+    Gamma(a) = Gamma(a + 1) * U**(1/a), with U from call index 64.
+    A row uses call indices 0..64 of its stream.
+    """
+    a = 0.5 * np.float64(k)
+    if a >= 1.0:
+        return 2.0 * _gamma_mt(seed, row, stream, a)
+    g = _gamma_mt(seed, row, stream, a + 1.0)
+    w0, w1, w2, w3 = _draw(seed, row, stream, CHI2_MAX_ATTEMPTS)
+    u = _uniform53(w0, w1)
+    return 2.0 * g * vexp(vlog(u) / a)

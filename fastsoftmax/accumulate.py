@@ -1,0 +1,226 @@
+r"""The accumulator layout and its merge.
+
+An accumulator summarises the per-row observables of any number of rows in
+memory independent of that number:
+
+* ``count`` rows observed, ``skipped`` rows omitted (bad input, ``nan_policy
+  ="omit"``);
+* for each of the 2 * NOBS channels (the value of each observable, then its
+  log10), the count, mean and sum of squared deviations (Welford/Chan) of the
+  finite values, the min and max (infinities included) and the number of
+  infinite values;
+* for each observable, exact counts of values below each threshold;
+* for each observable, a log-bucket sketch (DDSketch-style): counts of log10
+  values in buckets of constant width ``SKETCH_W``, so any quantile is known
+  within a relative error of ``SKETCH_ALPHA`` <= 1%.
+
+Integer parts (counts, sketch, thresholds) and min/max merge exactly in any
+order.  The moments are folded block by block in block order by the drivers,
+which makes a whole run bitwise reproducible; ``merge`` of two accumulators
+uses Chan's parallel formula.
+"""
+import math
+
+import numpy as np
+from numba import njit
+from numba.extending import register_jitable
+
+from ._config import SKETCH_HI, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._math import INV_LN10, NOBS
+
+NCH = 2 * NOBS
+_INV_W = 1.0 / SKETCH_W
+
+
+@register_jitable
+def chan_merge(n1, m1, s1, n2, m2, s2):
+    """Chan et al.: merge (count, mean, M2) of two disjoint sets."""
+    if n2 == 0:
+        return n1, m1, s1
+    if n1 == 0:
+        return n2, m2, s2
+    n = n1 + n2
+    d = m2 - m1
+    return n, m1 + d * (n2 / n), s1 + s2 + d * d * (n1 * (n2 / n))
+
+
+@register_jitable
+def sketch_index(l):
+    """Bucket of a log10 value: 0 below SKETCH_LO (and -inf), NB-1 at or
+    above SKETCH_HI (and +inf)."""
+    f = (l - SKETCH_LO) * _INV_W
+    f = -1.0 if f < -1.0 else f
+    f = SKETCH_NB * 1.0 if f > SKETCH_NB else f
+    i = int(math.floor(f)) + 1
+    i = 0 if i < 0 else i
+    return SKETCH_NB - 1 if i > SKETCH_NB - 1 else i
+
+
+@register_jitable
+def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
+    """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
+    rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
+    min/max/infinite counts, threshold counts and sketch counts.
+
+    ``val`` is scratch of shape (NCH, >= nr).  Moments are computed in two
+    passes (mean, then squared deviations) over the finite values.
+    """
+    for k in range(NOBS):
+        for r in range(nr):
+            lk = lam[k, r]
+            val[k, r] = math.exp(lk)
+            val[NOBS + k, r] = lk * INV_LN10
+    for c in range(NCH):
+        cnt = 0
+        s = 0.0
+        mn = vmin[c]
+        mx = vmax[c]
+        ninf = 0
+        for r in range(nr):
+            z = val[c, r]
+            if abs(z) < np.inf:
+                cnt += 1
+                s += z
+            elif z == z:
+                ninf += 1
+            if z < mn:
+                mn = z
+            if z > mx:
+                mx = z
+        mean = s / cnt if cnt > 0 else 0.0
+        ss = 0.0
+        for r in range(nr):
+            z = val[c, r]
+            if abs(z) < np.inf:
+                ss += (z - mean) * (z - mean)
+        mom[c, 0] = cnt
+        mom[c, 1] = mean
+        mom[c, 2] = ss
+        vmin[c] = mn
+        vmax[c] = mx
+        nonf[c] += ninf
+    nt = thr.shape[0]
+    for k in range(NOBS):
+        for r in range(nr):
+            z = val[k, r]
+            for j in range(nt):
+                below[k, j] += z < thr[j]
+            lz = val[NOBS + k, r]
+            if lz == lz:
+                hist[k, sketch_index(lz)] += 1
+
+
+@njit(cache=True, nogil=True)
+def fold_moments(acc, mom, nblk):
+    """Fold per-block moments into the running ones, in block order."""
+    for b in range(nblk):
+        for c in range(acc.shape[0]):
+            n, m, s = chan_merge(acc[c, 0], acc[c, 1], acc[c, 2],
+                                 mom[b, c, 0], mom[b, c, 1], mom[b, c, 2])
+            acc[c, 0] = n
+            acc[c, 1] = m
+            acc[c, 2] = s
+
+
+class Accumulator:
+    """Plain arrays; see the module docstring.  ``merge`` returns a new one."""
+
+    __slots__ = ("count", "skipped", "mom", "vmin", "vmax", "nonfinite",
+                 "thresholds", "below", "hist")
+
+    def __init__(self, thresholds):
+        thresholds = np.asarray(thresholds, dtype=np.float64)
+        self.count = 0
+        self.skipped = 0
+        self.mom = np.zeros((NCH, 3))
+        self.vmin = np.full(NCH, np.inf)
+        self.vmax = np.full(NCH, -np.inf)
+        self.nonfinite = np.zeros(NCH, dtype=np.int64)
+        self.thresholds = thresholds
+        self.below = np.zeros((NOBS, thresholds.size), dtype=np.int64)
+        self.hist = np.zeros((NOBS, SKETCH_NB), dtype=np.int64)
+
+    def copy(self):
+        new = Accumulator(self.thresholds.copy())
+        new.count, new.skipped = self.count, self.skipped
+        for name in ("mom", "vmin", "vmax", "nonfinite", "below", "hist"):
+            setattr(new, name, getattr(self, name).copy())
+        return new
+
+    def compatible(self, other):
+        return (self.thresholds.shape == other.thresholds.shape
+                and np.array_equal(self.thresholds, other.thresholds)
+                and self.hist.shape == other.hist.shape)
+
+    def merge(self, other):
+        if not isinstance(other, Accumulator):
+            raise TypeError(f"cannot merge an Accumulator with {type(other).__name__}")
+        if not self.compatible(other):
+            raise ValueError(
+                "cannot merge summaries with different thresholds "
+                f"({self.thresholds.tolist()} vs {other.thresholds.tolist()})")
+        new = self.copy()
+        new.count += other.count
+        new.skipped += other.skipped
+        for c in range(NCH):
+            new.mom[c] = chan_merge(*self.mom[c], *other.mom[c])
+        np.minimum(new.vmin, other.vmin, out=new.vmin)
+        np.maximum(new.vmax, other.vmax, out=new.vmax)
+        new.nonfinite += other.nonfinite
+        new.below += other.below
+        new.hist += other.hist
+        return new
+
+    def __eq__(self, other):
+        if not isinstance(other, Accumulator):
+            return NotImplemented
+        return (self.count == other.count and self.skipped == other.skipped
+                and self.compatible(other)
+                and all(np.array_equal(getattr(self, k), getattr(other, k))
+                        for k in ("mom", "vmin", "vmax", "nonfinite", "below", "hist")))
+
+    # -- serialisation: strict JSON (non-finite floats as strings), sparse sketch
+    def to_dict(self):
+        return {
+            "count": int(self.count),
+            "skipped": int(self.skipped),
+            "thresholds": _floats_out(self.thresholds),
+            "moments": [_floats_out(row) for row in self.mom],
+            "min": _floats_out(self.vmin),
+            "max": _floats_out(self.vmax),
+            "nonfinite": self.nonfinite.tolist(),
+            "below": self.below.tolist(),
+            "sketch": {"lo": SKETCH_LO, "hi": SKETCH_HI, "width": SKETCH_W,
+                       "bins": [_sparse(h) for h in self.hist]},
+        }
+
+    @classmethod
+    def from_dict(cls, d):
+        sk = d["sketch"]
+        if (sk["lo"], sk["hi"], sk["width"]) != (SKETCH_LO, SKETCH_HI, SKETCH_W):
+            raise ValueError("summary was written with a different sketch geometry")
+        acc = cls(_floats_in(d["thresholds"]))
+        acc.count = int(d["count"])
+        acc.skipped = int(d["skipped"])
+        acc.mom = np.array([_floats_in(r) for r in d["moments"]]).reshape(NCH, 3)
+        acc.vmin = _floats_in(d["min"])
+        acc.vmax = _floats_in(d["max"])
+        acc.nonfinite = np.asarray(d["nonfinite"], dtype=np.int64)
+        acc.below = np.asarray(d["below"], dtype=np.int64).reshape(NOBS, -1)
+        for k, bins in enumerate(sk["bins"]):
+            idx = np.asarray(bins[0], dtype=np.int64)
+            acc.hist[k, idx] = np.asarray(bins[1], dtype=np.int64)
+        return acc
+
+
+def _floats_out(a):
+    return [float(v) if math.isfinite(v) else repr(float(v)) for v in np.asarray(a).ravel()]
+
+
+def _floats_in(a):
+    return np.array([float(v) for v in a], dtype=np.float64)
+
+
+def _sparse(h):
+    idx = np.flatnonzero(h)
+    return [idx.tolist(), h[idx].tolist()]

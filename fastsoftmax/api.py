@@ -1,0 +1,338 @@
+"""Public functions: validation, dispatch, chunking.
+
+Every argument is checked before any compilation or work starts; the kernels
+only ever see C-contiguous 2-D float32/float64 blocks of rows.
+"""
+import math
+import numbers
+import threading
+
+import numpy as np
+
+from . import _config
+from ._math import INV_LN10, NOBS, OBS_NAMES
+from .accumulate import Accumulator, fold_moments
+from .summary import Summary
+
+__all__ = ["softmax", "log_softmax", "observables", "summarize"]
+
+NAN_POLICIES = ("raise", "omit")
+
+
+# --------------------------------------------------------------------------
+# validation helpers
+
+def _as_float_array(x, name="x"):
+    """x as an ndarray of float32/float64 compute dtype; returns (arr, dtype
+    of the result).  float16 computes in float32 and returns float16; ints
+    and bools promote to float64 (as scipy.special does)."""
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    dt = x.dtype
+    if dt.kind == "f":
+        if dt == np.float16:
+            return x, np.dtype(np.float32), dt
+        if dt.itemsize > 8:
+            raise TypeError(f"{name} has dtype {dt}; fastsoftmax supports float16/32/64")
+        return x, dt, dt
+    if dt.kind in "iub":
+        return x, np.dtype(np.float64), np.dtype(np.float64)
+    raise TypeError(f"{name} must be a real numeric array, got dtype {dt}")
+
+
+def _normalize_axis(axis, ndim):
+    if ndim == 0:
+        raise ValueError("x must have at least one dimension (got a scalar)")
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, numbers.Integral):
+            raise TypeError(f"axis must be an int, a tuple of ints or None, got {axis!r}")
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def _rows_view(x, axes):
+    """(rows, n) view (or copy) of x with the softmax axes last, and the batch
+    shape."""
+    ndim = x.ndim
+    rest = [a for a in range(ndim) if a not in axes]
+    batch = tuple(x.shape[a] for a in rest)
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    xt = x if rest + list(axes) == list(range(ndim)) else np.transpose(x, rest + list(axes))
+    rows = int(np.prod(batch, dtype=np.int64))
+    return xt.reshape(rows, n), batch, n
+
+
+def _check_nonempty(x, axes):
+    if x.size == 0:
+        raise ValueError(f"x is empty (shape {x.shape}): nothing to compute")
+
+
+def _check_nan_policy(nan_policy):
+    if nan_policy not in NAN_POLICIES:
+        raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
+
+
+def _resolve_target(target, batch, n):
+    """(ymode, yfix, labels) for the kernels: 0 argmax, 1 fixed class,
+    2 per-row labels."""
+    if isinstance(target, str):
+        if target == "argmax":
+            return 0, 0, None
+        if target in ("random", "sampled"):
+            raise ValueError(
+                f"target={target!r} needs a random stream: use fs.simulate, or pass "
+                "labels as an integer array")
+        raise ValueError(f"unknown target {target!r}: 'argmax', an int class index or an "
+                         "integer label array")
+    if isinstance(target, (numbers.Integral, np.integer)) and not isinstance(target, bool):
+        y = int(target)
+        if not 0 <= y < n:
+            raise ValueError(f"target={y} is out of range for {n} classes (0 <= target < {n})")
+        return 1, y, None
+    labels = np.asarray(target)
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"target labels must be integers, got dtype {labels.dtype}")
+    if labels.shape != batch:
+        raise ValueError(f"target labels have shape {labels.shape}; expected {batch} "
+                         "(the shape of x without the softmax axis)")
+    flat = labels.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= n))
+    if bad.size:
+        r = int(bad[0])
+        raise ValueError(f"target label {flat[r]} in row {_row_name(r, batch)} is out of "
+                         f"range for {n} classes (0 <= label < {n})")
+    return 2, 0, np.ascontiguousarray(flat, dtype=np.int64)
+
+
+def _row_name(r, batch):
+    if len(batch) <= 1:
+        return str(r)
+    return str(tuple(int(i) for i in np.unravel_index(r, batch)))
+
+
+def _describe_bad_row(row):
+    row = np.asarray(row, dtype=np.float64)
+    if np.isnan(row).any():
+        return "contains NaN"
+    if np.isposinf(row).any():
+        return "contains +inf"
+    return "has no finite logit (all -inf)"
+
+
+def _bad_row_error(x2, r, batch):
+    return ValueError(
+        f"row {_row_name(r, batch)} of x {_describe_bad_row(x2[r])}; "
+        "pass nan_policy='omit' to skip such rows")
+
+
+# numba's workqueue threading layer aborts the process when two Python
+# threads enter parallel code at once; serialise the calls in that case.
+_WORKQUEUE_LOCK = threading.Lock()
+_layer_checked = None
+
+
+def _guard():
+    global _layer_checked
+    if _layer_checked is None:
+        import numba
+        try:
+            _layer_checked = numba.threading_layer()
+        except ValueError:   # not initialised until the first parallel call
+            return _NullCtx()
+    return _WORKQUEUE_LOCK if _layer_checked == "workqueue" else _NullCtx()
+
+
+class _NullCtx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _chunk(x2, r0, r1, cdt):
+    return np.ascontiguousarray(x2[r0:r1], dtype=cdt)
+
+
+# --------------------------------------------------------------------------
+# softmax / log_softmax
+
+def _softmax_impl(x, axis, log):
+    x, cdt, odt = _as_float_array(x)
+    axes = _normalize_axis(axis, x.ndim)
+    if x.size == 0:
+        return np.empty(x.shape, dtype=odt)
+    from . import _cpu
+    x2, batch, n = _rows_view(x, axes)
+    out2 = np.empty((x2.shape[0], n), dtype=cdt)
+    status = np.zeros(x2.shape[0], dtype=np.int8)
+    step = max(1, _config.CHUNK_LOGITS // n)
+    with _guard():
+        for r0 in range(0, x2.shape[0], step):
+            r1 = min(r0 + step, x2.shape[0])
+            _cpu.softmax_rows(_chunk(x2, r0, r1, cdt), out2[r0:r1], log, status[r0:r1])
+    # rows with NaN/+inf or no finite logit: NaN, as numpy/scipy give
+    bad = np.flatnonzero(status)
+    for r in bad:
+        row = np.asarray(x2[r], dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.max(row)
+            ex = np.exp(row - m)
+            out2[r] = np.log(ex / ex.sum()) if log else ex / ex.sum()
+    rest = [a for a in range(x.ndim) if a not in axes]
+    shaped = out2.reshape(batch + tuple(x.shape[a] for a in axes))
+    out = np.transpose(shaped, np.argsort(rest + list(axes))) if x.ndim > 1 else shaped
+    return np.ascontiguousarray(out, dtype=odt)
+
+
+def softmax(x, axis=-1):
+    r"""Softmax along ``axis``: p_i = exp(x_i - max x) / sum_j exp(x_j - max x).
+
+    Like ``scipy.special.softmax``: ``axis`` is an int, a tuple of ints (the
+    softmax runs over their joint elements) or None (the whole array).
+    float32/float64 are kept, float16 is computed in float32 and returned as
+    float16, integers are promoted to float64.  -inf entries are masks
+    (probability exactly 0).  Rows containing NaN or +inf give NaN.
+    """
+    return _softmax_impl(x, axis, False)
+
+
+def log_softmax(x, axis=-1):
+    r"""log of the softmax, computed exactly at the max.
+
+    log p_i = (x_i - m) - log1p(sum_{j != top} exp(x_j - m)) with m = max x:
+    the max term is separated so that ``log_softmax([0, -40])[0]`` is
+    -exp(-40) (about -4.2e-18), not 0.
+    """
+    return _softmax_impl(x, axis, True)
+
+
+# --------------------------------------------------------------------------
+# observables
+
+def observables(x, target="argmax", axis=-1, nan_policy="raise"):
+    r"""Per-row observables of softmax(x) along ``axis``.
+
+    Returns a dict of float64 arrays (shape of x without ``axis``): each
+    observable of ``fastsoftmax.OBS_NAMES`` and ``log10_<name>``.  The log10
+    values are computed in the log domain (see ``fastsoftmax._math``) and stay
+    finite and accurate when the value underflows.
+
+    target: "argmax" (y = the top class), an int class index, or an integer
+    array of labels with the batch shape.
+    nan_policy: "raise" (ValueError naming the first row with NaN, +inf or no
+    finite logit) or "omit" (NaN observables for such rows).
+    """
+    _check_nan_policy(nan_policy)
+    x, cdt, _ = _as_float_array(x)
+    axes = _normalize_axis(axis, x.ndim)
+    _check_nonempty(x, axes)
+    x2, batch, n = _rows_view(x, axes)
+    ymode, yfix, labels = _resolve_target(target, batch, n)
+    if labels is None:
+        labels = np.zeros(1, dtype=np.int64)
+    from . import _cpu
+    nrows = x2.shape[0]
+    lam = np.empty((NOBS, nrows))
+    status = np.zeros(nrows, dtype=np.int8)
+    step = max(1, _config.CHUNK_LOGITS // n)
+    with _guard():
+        for r0 in range(0, nrows, step):
+            r1 = min(r0 + step, nrows)
+            lab = labels[r0:r1] if ymode == 2 else labels
+            _cpu.observe_rows(_chunk(x2, r0, r1, cdt), lab, ymode, yfix,
+                              lam[:, r0:r1], status[r0:r1])
+    bad = np.flatnonzero(status)
+    if bad.size and nan_policy == "raise":
+        raise _bad_row_error(x2, int(bad[0]), batch)
+    out = {}
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k, name in enumerate(OBS_NAMES):
+            out[name] = np.exp(lam[k]).reshape(batch)
+        for k, name in enumerate(OBS_NAMES):
+            out["log10_" + name] = (lam[k] * INV_LN10).reshape(batch)
+    return out
+
+
+# --------------------------------------------------------------------------
+# summarize
+
+def _check_thresholds(thresholds):
+    t = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+    if t.size and not np.all(np.isfinite(t) & (t > 0)):
+        raise ValueError(f"thresholds must be positive finite numbers, got {list(thresholds)}")
+    return t
+
+
+def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS,
+              nan_policy="raise"):
+    r"""Streaming :class:`Summary` of the observables of softmax(x) over rows.
+
+    Works over fixed blocks of rows, chunk by chunk: nothing proportional to
+    the number of rows is allocated, so ``x`` may be an ``np.memmap`` larger
+    than memory.  The result is bitwise identical for any number of threads.
+
+    nan_policy="raise": ValueError naming the first row with NaN, +inf or no
+    finite logit; "omit": such rows are skipped and counted (``skipped``).
+    """
+    _check_nan_policy(nan_policy)
+    thr = _check_thresholds(thresholds)
+    x, cdt, _ = _as_float_array(x)
+    axes = _normalize_axis(axis, x.ndim)
+    _check_nonempty(x, axes)
+    x2, batch, n = _rows_view(x, axes)
+    ymode, yfix, labels = _resolve_target(target, batch, n)
+    config = dict(source="array", shape=list(x.shape), dtype=str(x.dtype),
+                  axis=list(axes), target=_target_repr(target), nan_policy=nan_policy)
+    acc = _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch)
+    return Summary(acc, config)
+
+
+def _target_repr(target):
+    if isinstance(target, (str, numbers.Integral)):
+        return target if isinstance(target, str) else int(target)
+    return "labels"
+
+
+def _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch):
+    from . import _cpu
+    nrows, n = x2.shape
+    nth = _cpu.threads()
+    brows = _config.block_rows(n)
+    step = _config.chunk_rows(n, nth)
+    acc = Accumulator(thr)
+    sc = _cpu.new_scratch(brows, nth, thr)
+    mom = np.zeros((step // brows, acc.mom.shape[0], 3))
+    if labels is None:
+        labels = np.zeros(1, dtype=np.int64)
+    with _guard():
+        for r0 in range(0, nrows, step):
+            r1 = min(r0 + step, nrows)
+            xc = _chunk(x2, r0, r1, cdt)
+            lab = labels[r0:r1] if ymode == 2 else labels
+            sc["firstbad"][:] = -1
+            nbad0 = int(sc["nbad"].sum())
+            _cpu.summarize_chunk(xc, lab, ymode, yfix, brows, thr, sc["lam_s"], sc["val_s"],
+                                 mom, sc["vmin"], sc["vmax"], sc["nonf"], sc["below"],
+                                 sc["hist"], sc["nbad"], sc["firstbad"])
+            if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
+                fb = sc["firstbad"]
+                raise _bad_row_error(x2, r0 + int(fb[fb >= 0].min()), batch)
+            fold_moments(acc.mom, mom, (r1 - r0 + brows - 1) // brows)
+    acc.skipped = int(sc["nbad"].sum())
+    acc.count = nrows - acc.skipped
+    acc.vmin = sc["vmin"].min(axis=0)
+    acc.vmax = sc["vmax"].max(axis=0)
+    acc.nonfinite = sc["nonf"].sum(axis=0)
+    acc.below = sc["below"].sum(axis=0)
+    acc.hist = sc["hist"].sum(axis=0)
+    return acc

@@ -1,0 +1,19 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=150, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(params=[np.float32, np.float64], ids=["f32", "f64"])
+def dtype(request):
+    return request.param
+
+
+# relative tolerances against the 60-digit reference (issue: 1e-12 / 2e-5)
+RTOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
