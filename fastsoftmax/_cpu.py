@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._math import NOBS, ROW_OK, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
+from ._math import NOBS, ROW_OK, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
 from .accumulate import NCH, block_reduce
 
 
@@ -72,14 +72,18 @@ def _build(source_key):
 
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
-        """Per-row natural logs of the observables into out[:, r]."""
+        """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r])."""
         source_key  # noqa: B018
         nrows, n = x.shape
         for r in prange(nrows):
             y = yfix
             if ymode == 2:
                 y = labels[r]
-            status[r] = row_observe(x[r], n, min(ymode, 1), y, 0.5, out[:, r])
+            lam = np.empty(NOBS)
+            status[r] = row_observe(x[r], n, min(ymode, 1), y, 0.5, lam)
+            for k in range(NOBS):
+                out[k, r] = obs_value(lam[k])
+                out[NOBS + k, r] = obs_log10(lam[k])
 
     @njit(parallel=True, **jit)
     def softmax_rows(x, out, log, status):

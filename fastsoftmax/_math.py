@@ -253,6 +253,17 @@ def row_softmax(x, n, m1, s, out):
         out[i] = math.exp(d) * inv
 
 
+@strict
+def obs_value(lam):
+    """An observable's value from its natural log (the one place it's done)."""
+    return math.exp(lam)
+
+
+@strict
+def obs_log10(lam):
+    return lam * INV_LN10
+
+
 @register_jitable
 def row_observe(x, n, ymode, y, u, out):
     """Observables of one row: natural logs into out[:NOBS]; returns the

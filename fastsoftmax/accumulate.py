@@ -26,7 +26,7 @@ from numba import njit
 from numba.extending import register_jitable
 
 from ._config import SKETCH_HI, SKETCH_LO, SKETCH_NB, SKETCH_W
-from ._math import INV_LN10, NOBS
+from ._math import NOBS, obs_log10, obs_value
 
 NCH = 2 * NOBS
 _INV_W = 1.0 / SKETCH_W
@@ -68,8 +68,8 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
     for k in range(NOBS):
         for r in range(nr):
             lk = lam[k, r]
-            val[k, r] = math.exp(lk)
-            val[NOBS + k, r] = lk * INV_LN10
+            val[k, r] = obs_value(lk)
+            val[NOBS + k, r] = obs_log10(lk)
     for c in range(NCH):
         cnt = 0
         s = 0.0

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 
 from . import _config
-from ._math import INV_LN10, NOBS, OBS_NAMES
+from ._math import NOBS, OBS_NAMES
 from .accumulate import Accumulator, fold_moments
 from .summary import Summary
 
@@ -242,7 +242,7 @@ def observables(x, target="argmax", axis=-1, nan_policy="raise"):
         labels = np.zeros(1, dtype=np.int64)
     from . import _cpu
     nrows = x2.shape[0]
-    lam = np.empty((NOBS, nrows))
+    vals = np.empty((2 * NOBS, nrows))
     status = np.zeros(nrows, dtype=np.int8)
     step = max(1, _config.CHUNK_LOGITS // n)
     with _guard():
@@ -250,16 +250,13 @@ def observables(x, target="argmax", axis=-1, nan_policy="raise"):
             r1 = min(r0 + step, nrows)
             lab = labels[r0:r1] if ymode == 2 else labels
             _cpu.observe_rows(_chunk(x2, r0, r1, cdt), lab, ymode, yfix,
-                              lam[:, r0:r1], status[r0:r1])
+                              vals[:, r0:r1], status[r0:r1])
     bad = np.flatnonzero(status)
     if bad.size and nan_policy == "raise":
         raise _bad_row_error(x2, int(bad[0]), batch)
-    out = {}
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k, name in enumerate(OBS_NAMES):
-            out[name] = np.exp(lam[k]).reshape(batch)
-        for k, name in enumerate(OBS_NAMES):
-            out["log10_" + name] = (lam[k] * INV_LN10).reshape(batch)
+    out = {name: vals[k].reshape(batch) for k, name in enumerate(OBS_NAMES)}
+    out.update({"log10_" + name: vals[NOBS + k].reshape(batch)
+                for k, name in enumerate(OBS_NAMES)})
     return out
 
 

@@ -17,3 +17,14 @@ def dtype(request):
 
 # relative tolerances against the 60-digit reference (issue: 1e-12 / 2e-5)
 RTOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def subprocess_env(**extra):
+    """Environment for child interpreters: this checkout first on sys.path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env

@@ -1,0 +1,174 @@
+"""summarize: moments, extremes, thresholds and sketch against NumPy over the
+per-row observables; merge of any split == one pass; JSON round trip;
+determinism across threads and chunking; memmap input."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastsoftmax as fs
+from conftest import subprocess_env
+from fastsoftmax import _config
+
+
+def make_x(rows=3000, n=17, dtype=np.float32, seed=0, scale=8.0):
+    x = np.random.default_rng(seed).normal(size=(rows, n)) * scale
+    x[::7, 3] = -np.inf           # masks
+    x[::11, :] = 2.0              # full ties
+    x[5, :] = -np.inf
+    x[5, 1] = 0.0                 # a single finite logit
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("target", ["argmax", 2, "labels"])
+def test_summary_matches_numpy_over_rows(dt, target):
+    x = make_x(dtype=dt)
+    if target == "labels":
+        target = np.random.default_rng(1).integers(0, x.shape[1], size=x.shape[0])
+    s = fs.summarize(x, target=target, thresholds=(1e-3, 1e-6, 0.1))
+    obs = fs.observables(x, target=target)
+    assert s.samples == x.shape[0] and s.skipped == 0
+    for name in fs.OBS_NAMES:
+        v = obs[name]
+        lv = obs["log10_" + name]
+        st = s[name]
+        fin = v[np.isfinite(v)]
+        assert st.count == fin.size
+        assert st.mean == pytest.approx(fin.mean(), rel=1e-12, abs=1e-300)
+        assert st.std == pytest.approx(fin.std(ddof=1), rel=1e-9, abs=1e-300)
+        assert st.sem == pytest.approx(fin.std(ddof=1) / math.sqrt(fin.size), rel=1e-9,
+                                       abs=1e-300)
+        assert st.min == v.min() and st.max == v.max()
+        lfin = lv[np.isfinite(lv)]
+        assert st.log10_mean == pytest.approx(lfin.mean(), rel=1e-12, abs=1e-12)
+        assert st.log10_std == pytest.approx(lfin.std(ddof=1), rel=1e-9, abs=1e-12)
+        assert st.nonfinite == int(np.isinf(v).sum())
+        assert st.log10_nonfinite == int(np.isinf(lv).sum())
+        for t in (1e-3, 1e-6, 0.1):
+            assert st.fraction_below(t) == np.count_nonzero(v < t) / v.size
+        for q in (0.0, 0.01, 0.25, 0.5, 0.9, 0.999, 1.0):
+            exact = np.quantile(v, q, method="lower")
+            got = st.quantile(q)
+            if exact == 0 or exact < 1e-300:
+                assert got < 1e-300
+            elif math.isinf(exact):
+                assert got == exact
+            else:
+                assert abs(got - exact) <= 0.01 * exact, (name, q, got, exact)
+
+
+def test_quantile_relative_error_bound_dense():
+    """1% relative error on a wide log-uniform spread of values."""
+    rng = np.random.default_rng(5)
+    x = np.zeros((20000, 2))
+    x[:, 0] = rng.uniform(0, 600, size=20000)   # gap: jac_diag_max ~ exp(-gap)
+    s = fs.summarize(x)
+    v = fs.observables(x)["jac_diag_max"]
+    for q in np.linspace(0, 1, 41):
+        exact = np.quantile(v, q, method="lower")
+        assert abs(s["jac_diag_max"].quantile(q) - exact) <= 0.01 * exact
+
+
+def test_merge_of_any_split_equals_one_pass():
+    x = make_x(rows=1001, n=9, dtype=np.float64)
+    whole = fs.summarize(x)
+    for cuts in ([1], [500], [333, 667], [1, 2, 999], [7, 8, 9, 510, 1000]):
+        parts = np.split(x, cuts)
+        merged = fs.summarize(parts[0])
+        for p in parts[1:]:
+            merged = merged.merge(fs.summarize(p))
+        for name in fs.OBS_NAMES:
+            a, b = whole[name], merged[name]
+            assert a.count == b.count and a.min == b.min and a.max == b.max
+            assert a.mean == pytest.approx(b.mean, rel=1e-13, abs=1e-300)
+            assert a.std == pytest.approx(b.std, rel=1e-10, abs=1e-300)
+            assert a.log10_mean == pytest.approx(b.log10_mean, rel=1e-13, abs=1e-13)
+            assert a.fraction_below(1e-6) == b.fraction_below(1e-6)
+            assert a.quantile(0.5) == b.quantile(0.5)
+        assert merged.samples == whole.samples
+
+
+def test_merge_does_not_mutate_and_handles_empty_side():
+    a = fs.summarize(make_x(rows=50, n=5, seed=1))
+    b = fs.summarize(make_x(rows=70, n=5, seed=2))
+    a_before, b_before = a.to_dict(), b.to_dict()
+    c = a.merge(b)
+    assert a.to_dict() == a_before and b.to_dict() == b_before
+    assert c.samples == 120
+    empty = fs.Summary(fs.accumulate.Accumulator(a.thresholds), a.config)
+    assert empty.merge(a).to_dict()["accumulator"] == a.to_dict()["accumulator"]
+    assert a.merge(empty).to_dict()["accumulator"] == a.to_dict()["accumulator"]
+    other = fs.summarize(make_x(rows=10, n=5), thresholds=(0.5,))
+    with pytest.raises(ValueError, match="thresholds"):
+        a.merge(other)
+    with pytest.raises(TypeError):
+        a.merge(3)
+
+
+def test_json_round_trip_is_exact():
+    s = fs.summarize(make_x(rows=300, n=6))
+    text = s.to_json()
+    json.loads(text)                     # strict JSON: no NaN/Infinity tokens
+    assert "Infinity" not in text and "NaN" not in text
+    back = fs.Summary.from_json(text)
+    assert back == s
+    assert back.to_dict() == s.to_dict()
+    assert back["entropy"].quantile(0.3) == s["entropy"].quantile(0.3)
+
+
+def test_frame_and_repr():
+    pytest.importorskip("pandas")
+    s = fs.summarize(make_x(rows=200, n=4))
+    df = s.to_frame()
+    assert list(df.index) == list(fs.OBS_NAMES)
+    assert df.loc["entropy", "mean"] == s["entropy"].mean
+    r = repr(s)
+    assert "jac_diag_max" in r and "samples=200" in r
+    assert "mean=" in repr(s["ce_loss"])
+    with pytest.raises(KeyError, match="unknown observable"):
+        s["nope"]
+
+
+def test_chunking_does_not_change_the_result(monkeypatch):
+    x = make_x(rows=5000, n=33, dtype=np.float32)
+    ref = fs.summarize(x).to_dict()
+    for logits in (33 * 64 * 2, 33 * 64 * 3, 1 << 14):
+        monkeypatch.setattr(_config, "CHUNK_LOGITS", logits)
+        assert fs.summarize(x).to_dict() == ref
+
+
+def test_memmap_input(tmp_path):
+    x = make_x(rows=4000, n=16, dtype=np.float32)
+    path = tmp_path / "x.npy"
+    np.save(path, x)
+    mm = np.load(path, mmap_mode="r")
+    assert fs.summarize(mm).to_dict() == fs.summarize(x).to_dict()
+    # a non-last axis of a memmap streams through per-chunk copies
+    np.save(path, np.ascontiguousarray(x.T))
+    mmT = np.load(path, mmap_mode="r")
+    a = fs.summarize(mmT, axis=0).to_dict()["accumulator"]
+    b = fs.summarize(x).to_dict()["accumulator"]
+    assert a == b
+
+
+SCRIPT = """
+import json, numpy as np, fastsoftmax as fs
+x = (np.random.default_rng(0).normal(size=(20000, 24)) * 6).astype(np.float32)
+print(json.dumps(fs.summarize(x, target=3).to_dict(), sort_keys=True))
+"""
+
+
+def test_one_thread_equals_two_threads():
+    outs = []
+    for threads in ("1", "2"):
+        env = subprocess_env(NUMBA_NUM_THREADS=threads)
+        out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True,
+                             capture_output=True, text=True, cwd=os.path.dirname(__file__))
+        outs.append(out.stdout)
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0])["accumulator"]["count"] == 20000
