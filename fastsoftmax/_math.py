@@ -104,20 +104,25 @@ def _like_impl(x, c):
 def row_top2(x, n):
     """(m1, m2): the two largest values of x[:n], with multiplicity.
 
-    Two branch-free reductions (maxNum vectorizes; NaN operands are ignored
-    here and caught by ``row_sums``).
+    Three branch-free reductions, each of which vectorizes on its own
+    (fused into one loop they do not): the max (maxNum), the max below it,
+    and the number of ties at the max.  maxNum ignores NaN operands; NaN is
+    caught by ``row_sums``.
     """
     ninf = like(x, -np.inf)
     m1 = ninf
     for i in range(n):
         m1 = fmax(m1, x[i])
     m2 = ninf
-    ties = 0
     for i in range(n):
         v = x[i]
         m2 = fmax(m2, v if v < m1 else ninf)
-        ties += v == m1
-    if ties > 1:
+    one = like(x, 1.0)
+    zero = like(x, 0.0)
+    ties = zero
+    for i in range(n):
+        ties += one if x[i] == m1 else zero
+    if ties > one:
         m2 = m1
     return m1, m2
 
