@@ -6,10 +6,11 @@
 0.6652
 """
 from ._math import OBS_NAMES
-from .api import log_softmax, observables, softmax, summarize
+from . import models
+from .api import log_softmax, observables, simulate, softmax, summarize
 from .summary import Stat, Summary
 
 __version__ = "0.1.0"
 
 __all__ = ["OBS_NAMES", "Stat", "Summary", "log_softmax", "observables", "softmax",
-           "summarize", "__version__"]
+           "simulate", "summarize", "models", "__version__"]

@@ -21,13 +21,16 @@ from numba import njit, prange
 
 from ._config import FASTMATH
 from ._math import NOBS, ROW_OK, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
+from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from .accumulate import NCH, block_reduce
+from .models import GEN_ROWS, model_row
 
 
 def _source_key():
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
-    for name in ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_config.py", "_cpu.py"):
+    for name in ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_config.py",
+                 "models.py", "_cpu.py"):
         path = os.path.join(here, name)
         if os.path.exists(path):
             with open(path, "rb") as f:
@@ -39,30 +42,46 @@ def _build(source_key):
     jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
 
     @njit(parallel=True, **jit)
-    def summarize_chunk(x, labels, ymode, yfix, brows, thr,
-                        lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
-                        nbad, firstbad):
-        """Rows of the 2-D array x, blocks of ``brows`` rows.
+    def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
+                      thr, buf_s, q_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
+                      nbad, firstbad):
+        """Summarise ``nrows`` rows in blocks of ``brows``.
 
-        ymode 0: argmax target; 1: the fixed class yfix; 2: labels[r].
-        Outputs: mom[b] per block; per-thread (first axis) running
-        accumulators; nbad/firstbad per thread (row index within x).
+        Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
+        row0 + r.  ymode 0: argmax target; 1: class yfix; 2: labels[r];
+        3: uniform label; 4: sampled from softmax(x).
+        Outputs: mom[b] per block (chunk-local b); running per-thread
+        accumulators (first axis = thread); nbad/firstbad per thread (row
+        index within the chunk).
         """
         source_key  # noqa: B018  (part of the cache key)
-        nrows, n = x.shape
         nth = lam_s.shape[0]
         nblk = (nrows + brows - 1) // brows
         for t in prange(nth):
             lam = lam_s[t]
+            buf = buf_s[t]
             for b in range(t, nblk, nth):
                 r0 = b * brows
                 nr = min(brows, nrows - r0)
                 for i in range(nr):
                     r = r0 + i
+                    grow = row0 + r
+                    if gen == GEN_ROWS:
+                        xr = x[r]
+                    else:
+                        model_row(gen, params, seed, grow, n, buf, q_s[t])
+                        xr = buf
                     y = yfix
+                    mode = min(ymode, 1)
+                    u = 0.5
                     if ymode == 2:
                         y = labels[r]
-                    st = row_observe(x[r], n, min(ymode, 1), y, 0.5, lam[:, i])
+                    elif ymode == 3:
+                        y = uniform_int(seed, grow, STREAM_LABEL, n)
+                    elif ymode == 4:
+                        mode = 2
+                        u = uniform(seed, grow, STREAM_SAMPLED, 0)
+                    st = row_observe(xr, n, mode, y, u, lam[:, i])
                     if st != ROW_OK:
                         nbad[t] += 1
                         if firstbad[t] < 0 or r < firstbad[t]:
@@ -109,21 +128,23 @@ def _build(source_key):
             else:
                 row_softmax(xr, n, m1f, 1.0 + a, out[r])
 
-    return summarize_chunk, observe_rows, softmax_rows
+    return observe_chunk, observe_rows, softmax_rows
 
 
-summarize_chunk, observe_rows, softmax_rows = _build(_source_key())
+observe_chunk, observe_rows, softmax_rows = _build(_source_key())
 
 
 def threads():
     return numba.get_num_threads()
 
 
-def new_scratch(brows, nth, thresholds):
-    """Per-thread scratch and accumulators for ``summarize_chunk``."""
+def new_scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
+    """Per-thread scratch and accumulators for ``observe_chunk``."""
     from ._config import SKETCH_NB
     nt = len(thresholds)
     return dict(
+        buf_s=np.zeros((nth, buf_len), dtype=dtype),
+        q_s=np.zeros((nth, q_len), dtype=dtype),
         lam_s=np.empty((nth, NOBS, brows)),
         val_s=np.empty((nth, NCH, brows)),
         vmin=np.full((nth, NCH), np.inf),

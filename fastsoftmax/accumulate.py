@@ -110,16 +110,41 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
                 hist[k, sketch_index(lz)] += 1
 
 
+# Blocks are folded into segments of SEGMENT_BLOCKS consecutive blocks (each
+# segment starting empty), and segments into the total, in order.  A piece of
+# a run that starts on a segment boundary (a chunk, a Dask task) hands back
+# its segments, and folding every piece's segments in order gives the same
+# bits as one local pass.
+SEGMENT_BLOCKS = 256
+
+
 @njit(cache=True, nogil=True)
-def fold_moments(acc, mom, nblk):
-    """Fold per-block moments into the running ones, in block order."""
+def fold_blocks(seg, mom, nblk, gb0, segs_out):
+    """Fold per-block moments mom[:nblk] (global block indices gb0, gb0+1,
+    ...) into the open segment ``seg``; each segment completed is copied to
+    segs_out[k] in order.  Returns the number of segments completed."""
+    k = 0
     for b in range(nblk):
-        for c in range(acc.shape[0]):
-            n, m, s = chan_merge(acc[c, 0], acc[c, 1], acc[c, 2],
+        for c in range(seg.shape[0]):
+            n, m, s = chan_merge(seg[c, 0], seg[c, 1], seg[c, 2],
                                  mom[b, c, 0], mom[b, c, 1], mom[b, c, 2])
-            acc[c, 0] = n
-            acc[c, 1] = m
-            acc[c, 2] = s
+            seg[c, 0] = n
+            seg[c, 1] = m
+            seg[c, 2] = s
+        if (gb0 + b + 1) % SEGMENT_BLOCKS == 0:
+            segs_out[k] = seg
+            seg[:] = 0.0
+            k += 1
+    return k
+
+
+def fold_segments(segments, out=None):
+    """Total moments from segment moments, folded in order."""
+    tot = np.zeros((NCH, 3)) if out is None else out
+    for sg in segments:
+        for c in range(NCH):
+            tot[c] = chan_merge(*tot[c], *sg[c])
+    return tot
 
 
 class Accumulator:

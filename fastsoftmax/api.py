@@ -11,7 +11,8 @@ import numpy as np
 
 from . import _config
 from ._math import NOBS, OBS_NAMES
-from .accumulate import Accumulator, fold_moments
+from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_blocks, fold_segments
+from .models import GEN_ROWS
 from .summary import Summary
 
 __all__ = ["softmax", "log_softmax", "observables", "summarize"]
@@ -301,30 +302,66 @@ def _target_repr(target):
 
 
 def _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch):
+    acc, segments = run_rows(x2.shape[0], x2.shape[1], cdt, thr, x2=x2, ymode=ymode,
+                             yfix=yfix, labels=labels, nan_policy=nan_policy, batch=batch)
+    fold_segments(segments, out=acc.mom)
+    return acc
+
+
+def run_rows(nrows, n, cdt, thr, *, x2=None, gen=GEN_ROWS, params=None, seed=0, row0=0,
+             ymode=0, yfix=0, labels=None, nan_policy="raise", batch=None,
+             buf_len=1, q_len=1, chunk=None, progress=None):
+    """Run the CPU kernel over rows [row0, row0 + nrows) of a source: the
+    rows of ``x2`` (gen = GEN_ROWS) or a model's generator.  ``row0`` must be
+    a multiple of the segment size (in rows) for the segments to line up.
+
+    Returns (accumulator without moments, list of segment moments in
+    order); ``fold_segments`` gives the moments.
+    """
     from . import _cpu
-    nrows, n = x2.shape
     nth = _cpu.threads()
     brows = _config.block_rows(n)
-    step = _config.chunk_rows(n, nth)
+    if row0 % brows:
+        raise ValueError("row0 must be a multiple of the block size")
+    step = chunk if chunk else _config.chunk_rows(n, nth)
+    step = max(brows, step - step % brows)
     acc = Accumulator(thr)
-    sc = _cpu.new_scratch(brows, nth, thr)
-    mom = np.zeros((step // brows, acc.mom.shape[0], 3))
-    if labels is None:
-        labels = np.zeros(1, dtype=np.int64)
+    sc = _cpu.new_scratch(brows, nth, thr, cdt, buf_len, q_len)
+    nblk_step = step // brows
+    mom = np.zeros((nblk_step, NCH, 3))
+    seg = np.zeros((NCH, 3))
+    segs_buf = np.zeros((nblk_step // SEGMENT_BLOCKS + 2, NCH, 3))
+    segments = []
+    dummy_x = np.zeros((1, 1), dtype=cdt)
+    dummy_labels = np.zeros(1, dtype=np.int64)
+    params = np.zeros(3) if params is None else params
+    gb0 = row0 // brows
     with _guard():
         for r0 in range(0, nrows, step):
             r1 = min(r0 + step, nrows)
-            xc = _chunk(x2, r0, r1, cdt)
-            lab = labels[r0:r1] if ymode == 2 else labels
+            xc = _chunk(x2, r0, r1, cdt) if x2 is not None else dummy_x
+            lab = labels[r0:r1] if ymode == 2 else dummy_labels
             sc["firstbad"][:] = -1
             nbad0 = int(sc["nbad"].sum())
-            _cpu.summarize_chunk(xc, lab, ymode, yfix, brows, thr, sc["lam_s"], sc["val_s"],
-                                 mom, sc["vmin"], sc["vmax"], sc["nonf"], sc["below"],
-                                 sc["hist"], sc["nbad"], sc["firstbad"])
+            _cpu.observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
+                               ymode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["lam_s"],
+                               sc["val_s"], mom, sc["vmin"], sc["vmax"], sc["nonf"],
+                               sc["below"], sc["hist"], sc["nbad"], sc["firstbad"])
             if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
                 fb = sc["firstbad"]
-                raise _bad_row_error(x2, r0 + int(fb[fb >= 0].min()), batch)
-            fold_moments(acc.mom, mom, (r1 - r0 + brows - 1) // brows)
+                r = r0 + int(fb[fb >= 0].min())
+                if x2 is not None:
+                    raise _bad_row_error(x2, r, batch)
+                raise FloatingPointError(
+                    f"generated row {row0 + r} has non-finite logits (model parameters "
+                    "overflow the dtype?)")
+            nb = (r1 - r0 + brows - 1) // brows
+            k = fold_blocks(seg, mom, nb, gb0 + r0 // brows, segs_buf)
+            segments.extend(segs_buf[i].copy() for i in range(k))
+            if progress is not None:
+                progress.update(r1 - r0)
+    if seg[:, 0].any():
+        segments.append(seg.copy())
     acc.skipped = int(sc["nbad"].sum())
     acc.count = nrows - acc.skipped
     acc.vmin = sc["vmin"].min(axis=0)
@@ -332,4 +369,142 @@ def _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch):
     acc.nonfinite = sc["nonf"].sum(axis=0)
     acc.below = sc["below"].sum(axis=0)
     acc.hist = sc["hist"].sum(axis=0)
-    return acc
+    return acc, segments
+
+
+# --------------------------------------------------------------------------
+# simulate
+
+TARGETS_MC = {"argmax": 0, "random": 3, "sampled": 4}
+BACKENDS = ("auto", "cpu", "cuda")
+
+
+def _check_samples(samples):
+    if isinstance(samples, float) and samples.is_integer():
+        samples = int(samples)
+    if isinstance(samples, bool) or not isinstance(samples, (numbers.Integral, np.integer)):
+        raise TypeError(f"samples must be a positive integer, got {samples!r}")
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    return int(samples)
+
+
+def _check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+    if not 0 <= int(seed) < 2 ** 64:
+        raise ValueError(f"seed must lie in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def _check_dtype(dtype):
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be 'float32' or 'float64', got {dtype!r}") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    return dt
+
+
+def _mc_target(target, n):
+    """(ymode, yfix) of a Monte Carlo target."""
+    if isinstance(target, str):
+        if target not in TARGETS_MC:
+            raise ValueError(f"unknown target {target!r}: one of {sorted(TARGETS_MC)} "
+                             "or an int class index")
+        return TARGETS_MC[target], 0
+    if isinstance(target, (numbers.Integral, np.integer)) and not isinstance(target, bool):
+        if not 0 <= int(target) < n:
+            raise ValueError(f"target={int(target)} is out of range for {n} classes")
+        return 1, int(target)
+    raise TypeError(f"target must be 'argmax', 'random', 'sampled' or an int, got {target!r}")
+
+
+def _check_model(model):
+    from .models import _Model
+    if not isinstance(model, _Model):
+        raise TypeError("model must be a fastsoftmax.models model instance "
+                        f"(Gaussian, Shifted, DotProduct), got {model!r}")
+    return model
+
+
+def resolve_backend(backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "cpu":
+        return "cpu"
+    from . import _cuda_guard
+    if backend == "cuda":
+        _cuda_guard.require()
+        return "cuda"
+    return "cuda" if _cuda_guard.available() else "cpu"
+
+
+def mc_config(model, samples, seed, target, dtype, backend, thresholds):
+    from . import __version__
+    return dict(source="simulate", model=model.name, params=model.params, samples=samples,
+                seed=seed, target=target, dtype=str(dtype), backend=backend,
+                thresholds=[float(t) for t in thresholds], version=__version__)
+
+
+def simulate(model, samples, *, seed=0, target="argmax",
+             thresholds=_config.DEFAULT_THRESHOLDS, dtype="float32", backend="auto",
+             progress=False, chunk=None):
+    r"""Monte Carlo :class:`Summary` of ``samples`` logit vectors drawn from
+    ``model`` (see :mod:`fastsoftmax.models`).
+
+    Row r's logits (and its random label) are pure functions of (seed, r)
+    through a counter-based Philox4x32-10 stream, so the Summary is bitwise
+    identical for any number of threads, any ``chunk`` (rows per kernel call)
+    and any backend/partitioning that folds blocks in order.  The same seed
+    gives the same underlying normals to every model (common random numbers).
+
+    target: "argmax" (the model is confidently right), "random" (uniform
+    label), "sampled" (y ~ Categorical(p): a calibrated model) or an int.
+    dtype: precision of the generated logits.  float32 is the fast path;
+    float64 keeps e.g. 1e6 + z exact (float32 rounds it to multiples of 1/16).
+    """
+    model = _check_model(model)
+    samples = _check_samples(samples)
+    seed = _check_seed(seed)
+    thr = _check_thresholds(thresholds)
+    dt = _check_dtype(dtype)
+    ymode, yfix = _mc_target(target, model.n)
+    if chunk is not None:
+        chunk = _check_samples(chunk)
+    be = resolve_backend(backend)
+    config = mc_config(model, samples, seed, target, dt, be, thr)
+    bar = _progress_bar(progress, samples)
+    try:
+        if be == "cuda":
+            from . import _cuda
+            acc, segments = _cuda.run_model(model, samples, seed, ymode, yfix, thr, dt,
+                                            row0=0, progress=bar)
+        else:
+            acc, segments = run_model_rows(model, 0, samples, seed, ymode, yfix, thr, dt,
+                                           chunk=chunk, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    fold_segments(segments, out=acc.mom)
+    return Summary(acc, config)
+
+
+def run_model_rows(model, row0, nrows, seed, ymode, yfix, thr, dt, chunk=None, progress=None):
+    """CPU accumulator and segments of rows [row0, row0 + nrows) of a model."""
+    gen, params = model._gen()
+    return run_rows(nrows, model.n, dt, thr, gen=gen, params=params, seed=seed, row0=row0,
+                    ymode=ymode, yfix=yfix, buf_len=model.n, q_len=model.scratch_len(),
+                    chunk=chunk, progress=progress)
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install 'fastsoftmax[progress]'") \
+            from None
+    return tqdm(total=total, unit="rows", unit_scale=True, smoothing=0.1)
