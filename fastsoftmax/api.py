@@ -272,7 +272,7 @@ def _check_thresholds(thresholds):
 
 
 def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS,
-              nan_policy="raise"):
+              nan_policy="raise", backend="auto"):
     r"""Streaming :class:`Summary` of the observables of softmax(x) over rows.
 
     Works over fixed blocks of rows, chunk by chunk: nothing proportional to
@@ -281,9 +281,27 @@ def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS
 
     nan_policy="raise": ValueError naming the first row with NaN, +inf or no
     finite logit; "omit": such rows are skipped and counted (``skipped``).
+
+    x may also be a ``dask.array`` (per-chunk accumulators reduced with a
+    tree, nothing gathered) or a CUDA device array (anything with
+    ``__cuda_array_interface__``: numba, CuPy, PyTorch), summarised on the
+    GPU without a copy to the host.
     """
     _check_nan_policy(nan_policy)
     thr = _check_thresholds(thresholds)
+    if _is_dask_array(x):
+        from . import _dask
+        return _dask.summarize_array(x, target=target, axis=axis, thresholds=thr,
+                                     nan_policy=nan_policy)
+    if hasattr(x, "__cuda_array_interface__"):
+        if backend not in ("auto", "cuda"):
+            raise ValueError(f"x is a CUDA device array; backend={backend!r} cannot read it")
+        backend = "cuda"
+    be = resolve_backend(backend)
+    if be == "cuda":
+        from . import _cuda
+        return _cuda.summarize(x, target=target, axis=axis, thresholds=thr,
+                               nan_policy=nan_policy)
     x, cdt, _ = _as_float_array(x)
     axes = _normalize_axis(axis, x.ndim)
     _check_nonempty(x, axes)
@@ -293,6 +311,11 @@ def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS
                   axis=list(axes), target=_target_repr(target), nan_policy=nan_policy)
     acc = _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch)
     return Summary(acc, config)
+
+
+def _is_dask_array(x):
+    mod = type(x).__module__
+    return mod.startswith("dask.") and hasattr(x, "chunks") and hasattr(x, "compute")
 
 
 def _target_repr(target):
@@ -450,7 +473,7 @@ def mc_config(model, samples, seed, target, dtype, backend, thresholds):
 
 def simulate(model, samples, *, seed=0, target="argmax",
              thresholds=_config.DEFAULT_THRESHOLDS, dtype="float32", backend="auto",
-             progress=False, chunk=None):
+             progress=False, chunk=None, client=None):
     r"""Monte Carlo :class:`Summary` of ``samples`` logit vectors drawn from
     ``model`` (see :mod:`fastsoftmax.models`).
 
@@ -464,6 +487,8 @@ def simulate(model, samples, *, seed=0, target="argmax",
     label), "sampled" (y ~ Categorical(p): a calibrated model) or an int.
     dtype: precision of the generated logits.  float32 is the fast path;
     float64 keeps e.g. 1e6 + z exact (float32 rounds it to multiples of 1/16).
+    client: a ``dask.distributed.Client``: the block range is split across its
+    workers (same kernels, same result, bit for bit).
     """
     model = _check_model(model)
     samples = _check_samples(samples)
@@ -477,7 +502,11 @@ def simulate(model, samples, *, seed=0, target="argmax",
     config = mc_config(model, samples, seed, target, dt, be, thr)
     bar = _progress_bar(progress, samples)
     try:
-        if be == "cuda":
+        if client is not None:
+            from . import _dask
+            acc, segments = _dask.run_model(client, model, samples, seed, ymode, yfix, thr,
+                                            dt, backend=be, progress=bar)
+        elif be == "cuda":
             from . import _cuda
             acc, segments = _cuda.run_model(model, samples, seed, ymode, yfix, thr, dt,
                                             row0=0, progress=bar)

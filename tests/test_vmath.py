@@ -1,0 +1,630 @@
+"""Accuracy, special values, vectorization and portability of fastsoftmax._vmath.
+
+Errors are measured in ulps by bit-pattern distance against a correctly
+rounded reference: float64 NumPy rounded to float32 for float32, and
+np.longdouble (x87 80-bit, 64-bit mantissa) rounded to float64 for float64.
+The functions are evaluated through jitted loops compiled with the same
+fast-math flags the hot kernels use.
+"""
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from fastsoftmax._vmath import fmax, fmin, vexp, vlog, vsincos  # noqa: E402
+from fastsoftmax import _vmath  # noqa: E402
+
+FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+F32, F64 = np.float32, np.float64
+HAVE_LONGDOUBLE = np.finfo(np.longdouble).nmant >= 63
+BIG = np.iinfo(np.int64).max
+STRIDE32 = 61           # every 61st float32 bit pattern in the sweeps
+CHUNK = 1 << 22
+
+
+# ---------------------------------------------------------------------------
+# ulp distance
+
+def _ordered(a):
+    """Bit patterns mapped onto a monotonic int64 line (-0 and +0 -> 0)."""
+    a = np.asarray(a)
+    if a.dtype == np.float32:
+        i = a.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    assert a.dtype == np.float64
+    i = a.view(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFFFFFFFFFF), i)
+
+
+def ulp_dist(a, b):
+    """Number of representable values between a and b (same dtype).
+
+    0 for equal values (+0 == -0) and for NaN vs NaN; huge when exactly one is
+    NaN, when exactly one is infinite, or when the signs differ on values too
+    large for the int64 difference.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    assert a.dtype == b.dtype
+    ia, ib = _ordered(a), _ordered(b)
+    with np.errstate(over="ignore"):
+        d = np.abs(ia - ib)
+    na, nb = np.isnan(a), np.isnan(b)
+    d = np.where(na & nb, 0, d)
+    d = np.where(na ^ nb, BIG, d)
+    d = np.where(np.isinf(a) ^ np.isinf(b), BIG, d)
+    opp = (np.signbit(a) ^ np.signbit(b)) & (np.maximum(abs(a), abs(b)) >= 1)
+    d = np.where(opp & (a != b), BIG, d)
+    return d
+
+
+def test_ulp_dist_helper():
+    for dt in (F32, F64):
+        one = dt(1)
+        tiny = np.finfo(dt).smallest_subnormal
+        nxt = np.nextafter(one, dt(2))
+        a = np.array([one, 0, -0.0, tiny, -tiny, np.inf, np.nan, 1, 2, -2], dt)
+        b = np.array([nxt, -0.0, tiny, 0, tiny, np.inf, np.nan, np.nan,
+                      np.inf, 2], dt)
+        assert list(ulp_dist(a, b)) == [1, 0, 1, 1, 2, 0, 0, BIG, BIG, BIG]
+
+
+# ---------------------------------------------------------------------------
+# jitted evaluation loops (the fast-math flags of the hot kernels)
+
+@numba.njit(fastmath=FASTMATH)
+def _map_exp(x, out):
+    for i in range(x.size):
+        out[i] = vexp(x[i])
+
+
+@numba.njit(fastmath=FASTMATH)
+def _map_log(x, out):
+    for i in range(x.size):
+        out[i] = vlog(x[i])
+
+
+@numba.njit(fastmath=FASTMATH)
+def _map_sincos(x, s, c):
+    for i in range(x.size):
+        s[i], c[i] = vsincos(x[i])
+
+
+@numba.njit(fastmath=FASTMATH)
+def _map_minmax(a, b, mx, mn):
+    for i in range(a.size):
+        mx[i] = fmax(a[i], b[i])
+        mn[i] = fmin(a[i], b[i])
+
+
+@numba.njit(fastmath=FASTMATH)
+def _sum_exp(x, m):
+    s = m - m
+    for i in range(x.size):
+        s += vexp(x[i] - m)
+    return s
+
+
+@numba.njit(fastmath=FASTMATH)
+def _reduce_max(x):
+    m = x[0]
+    for i in range(x.size):
+        m = fmax(m, x[i])
+    return m
+
+
+@numba.njit(fastmath=FASTMATH)
+def _reduce_min(x):
+    m = x[0]
+    for i in range(x.size):
+        m = fmin(m, x[i])
+    return m
+
+
+def jexp(x):
+    out = np.empty_like(x)
+    _map_exp(x, out)
+    return out
+
+
+def jlog(x):
+    out = np.empty_like(x)
+    _map_log(x, out)
+    return out
+
+
+def jsincos(x):
+    s = np.empty_like(x)
+    c = np.empty_like(x)
+    _map_sincos(x, s, c)
+    return s, c
+
+
+def _bits_to_f32(lo, hi, step=1):
+    """float32 values with bit patterns lo, lo+step, ... < hi (uint32)."""
+    return np.arange(lo, hi, step, dtype=np.int64).astype(np.uint32).view(F32)
+
+
+def _f32_bits(v):
+    return int(np.float32(v).view(np.uint32))
+
+
+def _window(center_bits, half):
+    return _bits_to_f32(max(center_bits - half, 0), center_bits + half)
+
+
+def _sweep_f32(fn, ref64, ranges, windows, stride=STRIDE32):
+    """Max ulp error of fn (float32 -> float32) over bit-pattern ranges
+    [lo, hi) sampled every `stride` patterns plus dense windows."""
+    worst = 0
+    worst_x = None
+    blocks = []
+    for lo, hi in ranges:
+        for start in range(lo, hi, CHUNK * stride):
+            blocks.append((start, min(hi, start + CHUNK * stride), stride))
+    for lo, hi in windows:
+        for start in range(lo, hi, CHUNK):
+            blocks.append((start, min(hi, start + CHUNK), 1))
+    for lo, hi, st in blocks:
+        x = _bits_to_f32(lo, hi, st)
+        with np.errstate(all="ignore"):
+            ref = ref64(x.astype(F64)).astype(F32)
+        d = ulp_dist(fn(x), ref)
+        j = int(np.argmax(d))
+        if d[j] > worst:
+            worst, worst_x = int(d[j]), x[j]
+    return worst, worst_x
+
+
+# ---------------------------------------------------------------------------
+# vexp
+
+def _exp_thresholds_f32():
+    """Bit patterns of: the largest x with a finite float32 exp(x); the most
+    negative x with exp(x) >= smallest normal; the most negative x with a
+    non-zero float32 exp(x)."""
+    def last(pred, lo_bits, hi_bits):
+        x = _bits_to_f32(lo_bits, hi_bits)
+        with np.errstate(all="ignore"):
+            ok = pred(np.exp(x.astype(F64)).astype(F32))
+        return lo_bits + int(np.nonzero(ok)[0][-1])
+    over = last(np.isfinite, _f32_bits(88.5), _f32_bits(89.0))
+    sub = last(lambda v: v >= np.finfo(F32).smallest_normal,
+               _f32_bits(-87.0), _f32_bits(-88.0))
+    zero = last(lambda v: v > 0, _f32_bits(-103.0), _f32_bits(-105.0))
+    return over, sub, zero
+
+
+def test_vexp_f32_sweep():
+    over, sub, zero = _exp_thresholds_f32()
+    W = 1 << 17
+    ranges = [(0, over + 1), (0x80000000, zero + 1)]
+    windows = [
+        (over - W, over + W), (sub - W, sub + W), (zero - W, zero + W),
+        # around 0: exp(x) leaves 1 for its neighbours (|x| ~ 2**-25)
+        (_f32_bits(2.0 ** -25) - W, _f32_bits(2.0 ** -25) + W),
+        (_f32_bits(2.0 ** -24) - W, _f32_bits(2.0 ** -24) + W),
+        (_f32_bits(-2.0 ** -25) - W, _f32_bits(-2.0 ** -25) + W),
+        (_f32_bits(-2.0 ** -26) - W, _f32_bits(-2.0 ** -26) + W),
+        (_f32_bits(0.25) - W, _f32_bits(0.25) + W),       # |r| ~ ln2/2 edges
+        (_f32_bits(-0.35) - W, _f32_bits(-0.35) + W),
+    ]
+    worst, wx = _sweep_f32(jexp, np.exp, ranges, windows)
+    print("vexp float32 max ulp error", worst, "at", wx)
+    assert worst <= 2, (worst, wx)
+
+
+def test_vexp_f32_thresholds_exact():
+    over, sub, zero = _exp_thresholds_f32()
+    x = _bits_to_f32(over + 1, over + 4096)                 # beyond overflow
+    assert np.all(jexp(x) == np.inf)
+    x = _bits_to_f32(zero + 1, zero + 4096)                 # below underflow
+    assert np.all(jexp(x) == 0)
+    x = np.array([_bits_to_f32(over, over + 1)[0], 100, 1e30, 3e38], F32)
+    y = jexp(x)
+    assert np.isfinite(y[0]) and np.all(y[1:] == np.inf)
+    x = np.array([_bits_to_f32(zero, zero + 1)[0], -110, -1e30, -3e38], F32)
+    y = jexp(x)
+    assert y[0] == np.finfo(F32).smallest_subnormal and np.all(y[1:] == 0)
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_vexp_special_values(dt):
+    x = np.array([-np.inf, np.inf, np.nan, 0.0, -0.0, 1.0], dt)
+    y = jexp(x)
+    assert y.dtype == dt
+    assert y[0] == 0 and not np.signbit(y[0])
+    assert y[1] == np.inf
+    assert np.isnan(y[2])
+    assert y[3] == 1 and y[4] == 1
+    assert ulp_dist(y[5:6], np.array([math.e], dt))[0] <= 1
+    # NaN reaches a sum (callers detect bad rows that way)
+    z = np.array([0.0, 1.0, np.nan, -np.inf, 2.0], dt)
+    assert np.isnan(_sum_exp(z, dt(2.0)))
+    assert _sum_exp(np.array([-np.inf, 0.0], dt), dt(0.0)) == 1
+
+
+@pytest.mark.skipif(not HAVE_LONGDOUBLE, reason="needs x87 long double")
+def test_vexp_f64():
+    rng = np.random.default_rng(1234)
+    lo, hi = -745.14, 709.79
+    x = np.concatenate([
+        rng.uniform(lo, hi, 1_500_000),
+        # magnitudes spread log-uniformly over 1e-300 .. 700, both signs
+        np.exp(rng.uniform(np.log(1e-300), np.log(700.0), 1_000_000))
+        * rng.choice([-1.0, 1.0], 1_000_000),
+        rng.uniform(-745.14, -708.0, 500_000),       # subnormal results
+        rng.uniform(-745.14, -744.0, 200_000),       # underflow to zero
+        rng.uniform(700.0, 709.79, 200_000),         # overflow
+        rng.uniform(-0.35, 0.35, 300_000),           # polynomial only
+        # half-integer multiples of ln2 (the reduction's rounding edges)
+        (np.arange(-1075, 1025) + 0.5) * math.log(2),
+        np.arange(-1075, 1025) * math.log(2),
+    ])
+    with np.errstate(all="ignore"):
+        ref = np.exp(x.astype(np.longdouble)).astype(F64)
+    y = jexp(x)
+    d = ulp_dist(y, ref)
+    j = int(np.argmax(d))
+    print("vexp float64 max ulp error", d[j], "at", repr(x[j]))
+    assert d[j] <= 2, (d[j], x[j], y[j], ref[j])
+    # results flush to exactly 0 below the underflow limit, inf above
+    assert np.all(jexp(np.array([-745.14, -746.0, -800.0, -1e300])) == 0)
+    assert jexp(np.array([-745.13]))[0] == 5e-324
+    assert np.all(jexp(np.array([709.79, 710.0, 1e300])) == np.inf)
+    assert np.isfinite(jexp(np.array([709.78]))[0])
+
+
+# ---------------------------------------------------------------------------
+# vlog
+
+def test_vlog_f32_sweep():
+    W = 1 << 18
+    one, sqrt2 = _f32_bits(1.0), _f32_bits(math.sqrt(2.0))
+    tiny, big = _f32_bits(np.finfo(F32).smallest_normal), 0x7F7FFFFF
+    ranges = [(1, big + 1)]
+    windows = [(one - W, one + W), (sqrt2 - W, sqrt2 + W),
+               (_f32_bits(math.sqrt(0.5)) - W, _f32_bits(math.sqrt(0.5)) + W),
+               (_f32_bits(2.0) - W, _f32_bits(2.0) + W),
+               (1, 1 << 16), (tiny - W, tiny + W), (big - W, big + 1)]
+    worst, wx = _sweep_f32(jlog, np.log, ranges, windows)
+    print("vlog float32 max ulp error", worst, "at", wx)
+    assert worst <= 2, (worst, wx)
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_vlog_special_values(dt):
+    x = np.array([0.0, -0.0, np.inf, np.nan, -1.0, -np.inf, 1.0,
+                  np.finfo(dt).smallest_subnormal], dt)
+    y = jlog(x)
+    assert y.dtype == dt
+    assert y[0] == -np.inf and y[1] == -np.inf
+    assert y[2] == np.inf
+    assert np.isnan(y[3]) and np.isnan(y[4]) and np.isnan(y[5])
+    assert y[6] == 0
+    ref = np.array([np.log(np.longdouble(x[7]))]).astype(dt)
+    assert ulp_dist(y[7:8], ref)[0] <= 1
+
+
+@pytest.mark.skipif(not HAVE_LONGDOUBLE, reason="needs x87 long double")
+def test_vlog_f64():
+    rng = np.random.default_rng(99)
+    bits = rng.integers(1, 0x7FEFFFFFFFFFFFFF, 1_500_000, dtype=np.int64)
+    x = np.concatenate([
+        bits.view(F64),                                  # all binades
+        rng.integers(1, 1 << 52, 200_000, dtype=np.int64).view(F64),  # subn.
+        1.0 + rng.uniform(-0.3, 0.42, 600_000),
+        1.0 + np.exp(rng.uniform(-36, -1, 300_000))
+        * rng.choice([-1.0, 1.0], 300_000),
+        rng.uniform(0.70, 0.72, 100_000), rng.uniform(1.40, 1.43, 100_000),
+        np.ldexp(1.0, np.arange(-1074, 1024)),
+        np.ldexp(math.sqrt(2.0), np.arange(-1074, 1024)),
+    ])
+    ref = np.log(x.astype(np.longdouble)).astype(F64)
+    y = jlog(x)
+    d = ulp_dist(y, ref)
+    j = int(np.argmax(d))
+    print("vlog float64 max ulp error", d[j], "at", repr(x[j]))
+    assert d[j] <= 2, (d[j], x[j], y[j], ref[j])
+
+
+# ---------------------------------------------------------------------------
+# vsincos (|x| <= pi)
+
+def _sincos_err(x, s, c, ref_s, ref_c, eps):
+    """Max ulp errors; near zeros of sin/cos an absolute error <= 2 eps is
+    also accepted (returned separately)."""
+    out = []
+    for y, r in ((s, ref_s), (c, ref_c)):
+        d = ulp_dist(y, r)
+        absd = np.abs(y.astype(F64) - r.astype(F64))
+        bad = (d > 4) & (absd > 2 * eps)
+        out.append((int(d.max()), float(absd.max()), int(bad.sum())))
+    return out
+
+
+def test_vsincos_f32_sweep():
+    pi_bits = _f32_bits(np.float32(np.pi))     # float32(pi) > pi
+    W = 1 << 17
+    centers = [math.pi / 4, math.pi / 2, 3 * math.pi / 4, 1.0]
+    blocks = [_bits_to_f32(0, pi_bits + 1, STRIDE32),
+              _bits_to_f32(0x80000000, 0x80000000 + pi_bits + 1, 4 * STRIDE32 + 1),
+              _bits_to_f32(pi_bits - W, pi_bits + 1)]
+    blocks += [_window(_f32_bits(v), W) for v in centers]
+    blocks += [-_window(_f32_bits(v), W) for v in centers]
+    eps = float(np.finfo(F32).eps)
+    worst = [0, 0]
+    for x in blocks:
+        s, c = jsincos(x)
+        x64 = x.astype(F64)
+        (ds, as_, bs), (dc, ac, bc) = _sincos_err(
+            x, s, c, np.sin(x64).astype(F32), np.cos(x64).astype(F32), eps)
+        assert bs == 0 and bc == 0, (ds, dc, as_, ac)
+        worst = [max(worst[0], ds), max(worst[1], dc)]
+    print("vsincos float32 max ulp error sin/cos", worst)
+    assert max(worst) <= 4
+
+
+@pytest.mark.skipif(not HAVE_LONGDOUBLE, reason="needs x87 long double")
+def test_vsincos_f64():
+    rng = np.random.default_rng(7)
+    pi = np.pi
+    x = np.concatenate([
+        rng.uniform(-pi, pi, 1_000_000),
+        np.exp(rng.uniform(-700, 0, 200_000)) * rng.choice([-1, 1], 200_000),
+        pi / 4 + rng.uniform(-1e-3, 1e-3, 100_000),
+        pi / 2 + rng.uniform(-1e-3, 1e-3, 100_000),
+        pi - np.abs(rng.uniform(0, 1e-3, 100_000)),
+        -pi / 2 + rng.uniform(-1e-3, 1e-3, 100_000),
+        np.nextafter(pi / 2, [0.0, 4.0]), [pi, -pi, 0.0, -0.0],
+    ])
+    x = np.clip(x, -pi, pi)
+    s, c = jsincos(x)
+    xl = x.astype(np.longdouble)
+    eps = float(np.finfo(F64).eps)
+    (ds, as_, bs), (dc, ac, bc) = _sincos_err(
+        x, s, c, np.sin(xl).astype(F64), np.cos(xl).astype(F64), eps)
+    print("vsincos float64 max ulp error sin/cos", ds, dc,
+          "max abs error", as_, ac)
+    assert bs == 0 and bc == 0
+    assert ds <= 4 and dc <= 4
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_vsincos_special_values(dt):
+    x = np.array([0.0, -0.0, np.nan, np.inf, -np.inf], dt)
+    s, c = jsincos(x)
+    assert s.dtype == dt and c.dtype == dt
+    assert s[0] == 0 and c[0] == 1 and s[1] == 0 and c[1] == 1
+    assert np.all(np.isnan(s[2:])) and np.all(np.isnan(c[2:]))
+
+
+# ---------------------------------------------------------------------------
+# fmax / fmin
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_fmax_fmin(dt):
+    rng = np.random.default_rng(5)
+    vals = np.array([np.nan, -np.inf, np.inf, 0.0, -0.0, 1.5, -2.0], dt)
+    a = np.repeat(vals, vals.size)
+    b = np.tile(vals, vals.size)
+    mx, mn = np.empty_like(a), np.empty_like(a)
+    _map_minmax(a, b, mx, mn)
+    assert mx.dtype == dt
+    # maxNum: a NaN operand is ignored; the sign of a zero result is free
+    np.testing.assert_array_equal(mx, np.fmax(a, b))
+    np.testing.assert_array_equal(mn, np.fmin(a, b))
+    # the generic (non-CPU) versions used on other targets
+    gmax = numba.njit(lambda p, q: _vmath._fmax_generic(p, q))
+    gmin = numba.njit(lambda p, q: _vmath._fmin_generic(p, q))
+    for p, q in zip(a, b):
+        assert ulp_dist(np.array([gmax(p, q)], dt),
+                        np.array([np.fmax(p, q)], dt))[0] == 0
+        assert ulp_dist(np.array([gmin(p, q)], dt),
+                        np.array([np.fmin(p, q)], dt))[0] == 0
+    # reductions with NaNs and -inf
+    x = rng.standard_normal(10_001).astype(dt)
+    x[::7] = np.nan
+    x[3] = -np.inf
+    assert _reduce_max(x) == np.nanmax(x)
+    assert _reduce_min(x) == -np.inf
+    x[0] = np.nan                               # NaN start value is ignored
+    assert _reduce_max(x) == np.nanmax(x)
+    y = np.full(100, -np.inf, dt)
+    y[50] = np.nan
+    assert _reduce_max(y) == -np.inf
+    assert np.isnan(_reduce_max(np.full(9, np.nan, dt)))
+
+
+# ---------------------------------------------------------------------------
+# vectorization (the reason these functions exist)
+
+def _llvm(disp, dt):
+    return disp.inspect_llvm(disp.signatures[[s[0].dtype for s in
+                                              disp.signatures].index(dt)])
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_vectorizes(dt):
+    x = np.linspace(-5, 5, 1001).astype(dt)
+    _sum_exp(x, dt(1))
+    _reduce_max(x)
+    name = "float" if dt is F32 else "double"
+    import re
+    ir = _llvm(_sum_exp, numba.from_dtype(dt))
+    vec = re.compile(r"<(\d+) x %s>" % name)
+    assert any(int(n) >= 2 for n in vec.findall(ir)), "vexp loop is scalar"
+    assert "@exp" not in ir and "llvm.exp" not in ir
+    if dt is F32:        # no silent float64 / int64 lanes in a float32 loop
+        assert "double>" not in ir
+        assert "x i64>" not in ir
+    ir = _llvm(_reduce_max, numba.from_dtype(dt))
+    assert re.search(r"llvm\.(vector\.reduce\.fmax|maxnum)\.v\d+f", ir), \
+        "fmax reduction is scalar"
+
+
+# ---------------------------------------------------------------------------
+# The Python path (NumPy scalars: the CUDA simulator runs it) agrees with jit
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_python_path_matches_jit(dt):
+    rng = np.random.default_rng(11)
+    n = 150
+    cases = [
+        (vexp, jexp, np.concatenate([rng.uniform(-110, 90, n).astype(dt),
+                                     np.array([-np.inf, np.nan, 0], dt)])
+         if dt is F32 else
+         np.concatenate([rng.uniform(-750, 712, n), [-np.inf, np.nan, 0]])),
+        (vlog, jlog, np.concatenate([
+            np.exp(rng.uniform(-100, 88, n)).astype(dt),
+            np.array([0, np.inf, np.nan, np.finfo(dt).smallest_subnormal],
+                     dt)])),
+        (lambda v: vsincos(v)[0], lambda v: jsincos(v)[0],
+         rng.uniform(-np.pi, np.pi, n).astype(dt)),
+        (lambda v: vsincos(v)[1], lambda v: jsincos(v)[1],
+         rng.uniform(-np.pi, np.pi, n).astype(dt)),
+    ]
+    for py, jit, x in cases:
+        x = x.astype(dt)
+        got = [py(v) for v in x]
+        assert all(type(g) is dt for g in got)
+        d = ulp_dist(np.array(got, dt), jit(x))
+        # identical algorithm; only FMA contraction may differ
+        assert d.max() <= 1, (x[np.argmax(d)], d.max())
+    a, b = dt(1), dt(np.nan)
+    assert fmax(a, b) == 1 and fmin(b, a) == 1 and type(fmax(a, b)) is dt
+    assert type(vexp(1.0)) is F64        # Python float -> float64
+
+
+# ---------------------------------------------------------------------------
+# CUDA simulator and cache=True, each in a fresh interpreter
+
+def _run(code, env_extra, tmp_path):
+    env = dict(os.environ)
+    env.update(env_extra)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                          env=env, cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
+                    reason="numba-cuda is not installed")
+def test_cuda_simulator(tmp_path):
+    code = """
+    import numpy as np
+    from numba import cuda
+    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax, fmin
+
+    @cuda.jit(device=True)
+    def dev(v):
+        s, c = vsincos(v)
+        return vexp(v), vlog(v), s, c, fmax(v, np.float32(np.nan)), fmin(v, v)
+
+    @cuda.jit
+    def kern(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            r = dev(x[i])
+            for j in range(6):
+                out[j, i] = r[j]
+
+    x = np.linspace(0.1, 3.0, 64).astype(np.float32)
+    out = np.zeros((6, x.size), np.float32)
+    kern[2, 32](x, out)
+    ref = np.array([np.exp(x), np.log(x), np.sin(x), np.cos(x), x, x])
+    err = np.abs(out - ref) / np.abs(ref)
+    print("MAXREL", float(err.max()))
+    """
+    r = _run(code, {"NUMBA_ENABLE_CUDASIM": "1"}, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rel = float(r.stdout.split("MAXREL")[1])
+    assert rel < 3e-7
+
+
+def test_cache_true_hits(tmp_path):
+    (tmp_path / "cachemod.py").write_text(textwrap.dedent("""
+    import numba, numpy as np
+    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax
+
+    @numba.njit(cache=True, fastmath={"nsz", "arcp", "contract", "afn",
+                                      "reassoc"})
+    def kern(x):
+        m = x[0]
+        for i in range(x.size):
+            m = fmax(m, x[i])
+        s = x[0] - x[0]
+        for i in range(x.size):
+            a, b = vsincos(x[i])
+            s += vexp(x[i] - m) + vlog(abs(x[i]) + 1) * a * b
+        return s
+    """))
+    code = """
+    import numpy as np, cachemod
+    print("RES", repr(float(cachemod.kern(np.linspace(-3, 3, 101,
+                                                      dtype=np.float32)))))
+    print("HITS", sum(cachemod.kern.stats.cache_hits.values()))
+    """
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(tmp_path)}
+    r1 = _run(code, env, tmp_path)
+    assert r1.returncode == 0, r1.stderr[-3000:]
+    r2 = _run(code, env, tmp_path)
+    assert r2.returncode == 0, r2.stderr[-3000:]
+    assert "HITS 0" in r1.stdout
+    assert "HITS 1" in r2.stdout, r2.stdout
+    assert r1.stdout.split("HITS")[0] == r2.stdout.split("HITS")[0]
+
+
+def _nvvm_available():
+    if importlib.util.find_spec("numba_cuda") is None:
+        return False
+    try:
+        from numba.cuda.cudadrv import nvvm
+        return bool(nvvm.is_available())
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _nvvm_available(), reason="needs numba-cuda + NVVM")
+def test_cuda_ptx_compiles(tmp_path):
+    """The real CUDA path types, lowers and goes through NVVM (no GPU needed):
+    IEEE division (no fast-math leaks from the CPU options), no libm call."""
+    code = """
+    import re
+    from numba import float32, float64
+    import numba.cuda.dispatcher as D
+    from numba.cuda.compiler import compile_cuda
+    try:
+        D.get_current_device().compute_capability
+    except Exception:   # no driver/GPU here: pretend a sm_80 device
+        import types
+        D.get_current_device = lambda: types.SimpleNamespace(
+            compute_capability=(8, 0))
+    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax, fmin
+
+    def f(x):
+        s, c = vsincos(x)
+        return vexp(x) + vlog(x) + s * c + fmax(x, s) + fmin(x, c)
+
+    for ty in (float32, float64):
+        cres = compile_cuda(f, None, (ty,), cc=(8, 0))
+        assert cres.signature.return_type == ty
+        ptx = cres.library.get_asm_str(cc=(8, 0))
+        assert "div.rn.f" in ptx and "div.approx" not in ptx
+        assert ".ftz" not in ptx
+        print("PTX", ty, len(ptx))
+    """
+    r = _run(code, {}, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("PTX") == 2
