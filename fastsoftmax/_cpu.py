@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._math import NOBS, ROW_OK, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
+from ._math import NOBS, NSTATS, block_logobs, row_stats_into, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
 from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from .accumulate import NCH, block_reduce
 from .models import GEN_ROWS, model_row
@@ -43,7 +43,7 @@ def _build(source_key):
 
     @njit(parallel=True, **jit)
     def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
-                      thr, buf_s, q_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
+                      thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
                       nbad, firstbad):
         """Summarise ``nrows`` rows in blocks of ``brows``.
 
@@ -59,6 +59,7 @@ def _build(source_key):
         nblk = (nrows + brows - 1) // brows
         for t in prange(nth):
             lam = lam_s[t]
+            st = st_s[t]
             buf = buf_s[t]
             for b in range(t, nblk, nth):
                 r0 = b * brows
@@ -81,11 +82,11 @@ def _build(source_key):
                     elif ymode == 4:
                         mode = 2
                         u = uniform(seed, grow, STREAM_SAMPLED, 0)
-                    st = row_observe(xr, n, mode, y, u, lam[:, i])
-                    if st != ROW_OK:
+                    if row_stats_into(xr, n, mode, y, u, st, i):
                         nbad[t] += 1
                         if firstbad[t] < 0 or r < firstbad[t]:
                             firstbad[t] = r
+                block_logobs(st, nr, lam)
                 block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
                              nonf[t], below[t], hist[t])
 
@@ -145,6 +146,7 @@ def new_scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
     return dict(
         buf_s=np.zeros((nth, buf_len), dtype=dtype),
         q_s=np.zeros((nth, q_len), dtype=dtype),
+        st_s=np.empty((nth, NSTATS, brows)),
         lam_s=np.empty((nth, NOBS, brows)),
         val_s=np.empty((nth, NCH, brows)),
         vmin=np.full((nth, NCH), np.inf),

@@ -52,7 +52,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from ._vmath import fmax, vexp
+from ._vmath import fmax, vexp, vlog
 
 OBS_NAMES = (
     "max_prob",
@@ -70,6 +70,7 @@ NOBS = len(OBS_NAMES)
  CE_LOSS, CE_GRAD_NORM, CE_GRAD_TARGET) = range(NOBS)
 
 INV_LN10 = 1.0 / math.log(10.0)
+LOG_SQRT2 = 0.5 * math.log(2.0)
 # exponent floor: below the float64 underflow limit, so exp() of it is 0 in
 # both dtypes, yet finite so that e * d stays 0 * finite for -inf masks.
 EXP_FLOOR = -1000.0
@@ -90,7 +91,7 @@ def like(x, c):
     return np.asarray(x).dtype.type(c)
 
 
-@overload(like, inline="always")
+@overload(like)
 def _like_impl(x, c):
     ty = x.dtype if isinstance(x, types.Array) else x
 
@@ -152,69 +153,74 @@ def row_sums(x, n, m2):
     return r - 1.0, e2 - 1.0, e3 - 1.0, v
 
 
-@register_jitable
-def row_status(m1, r, v):
-    if not (m1 < np.inf) or m1 == -np.inf or r != r or v != v:
-        return ROW_BAD
-    return ROW_OK
+@strict
+def vlog1p(a):
+    """log1p(a), a > -1, from the vectorized log: log(u) - ((u - 1) - a) / u
+    with u = 1 + a (the correction restores the bits of a lost in u; equals a
+    exactly when u rounds to 1).  Strict: reassociation would cancel it."""
+    u = 1.0 + a
+    return vlog(u) - ((u - 1.0) - a) / u
 
 
 @strict
-def log1p_ratio(a):
-    """L(a) = log1p(a)/a, with L(0) = 1 (a underflowed)."""
-    return math.log1p(a) / a if a > 0.0 else 1.0
-
-
-@strict
-def row_logobs(m1, m2, r, e2, e3, v, y_top, xy, ey, out):
-    """Natural logs of the observables (module docstring) into out[:NOBS].
+def logobs(m1, m2, r, e2, e3, v, y_top, xy, ey):
+    """Natural logs of the observables (module docstring), as a tuple in
+    OBS_NAMES order.  Branch-free (flat selects, vectorized exp/log), so a
+    loop over the rows of a block vectorizes.
 
     m1, m2, xy are float64; ey = exp(x_y - m2) (unused when y_top).
+    m2 == -inf means a single finite logit: p = e_top exactly.
     """
     ninf = -np.inf
-    if m2 == ninf:
-        # a single finite logit: p = e_top exactly
-        out[MAX_PROB] = 0.0
-        out[ONE_MINUS_MAX_PROB] = ninf
-        out[ENTROPY] = ninf
-        out[JAC_DIAG_MAX] = ninf
-        out[JAC_OFFDIAG_MAX] = ninf
-        out[JAC_FRO] = ninf
-        if y_top:
-            out[CE_LOSS] = ninf
-            out[CE_GRAD_NORM] = ninf
-            out[CE_GRAD_TARGET] = ninf
-        else:
-            out[CE_LOSS] = np.inf
-            out[CE_GRAD_NORM] = 0.5 * math.log(2.0)
-            out[CE_GRAD_TARGET] = 0.0
-        return
-    g = m1 - m2
-    t = math.exp(-g)
+    single = not (m2 > ninf)
+    g = 0.0 if single else m1 - m2
+    r = 1.0 if single else r
+    e2 = 1.0 if single else e2
+    e3 = 1.0 if single else e3
+    v = 0.0 if single else v
+    t = vexp(-g)
     a = t * r
     s = 1.0 + a
-    l1pa = math.log1p(a)
-    logr = math.log(r)
+    l1pa = vlog1p(a)
+    logr = vlog(r)
+    # L(a) = log1p(a)/a, L(0) = 1 (a underflowed)
+    la = l1pa / a if a > 0.0 else 1.0
     logq = -g + logr - l1pa
-    out[MAX_PROB] = -l1pa
-    out[ONE_MINUS_MAX_PROB] = logq
-    out[ENTROPY] = -g + math.log(r * log1p_ratio(a) + (g * r + v) / s)
-    out[JAC_DIAG_MAX] = logq - l1pa
-    out[JAC_OFFDIAG_MAX] = -g - 2.0 * l1pa
-    gg = (r * r + 2.0 * e2) / (s * s) + max(e2 - 2.0 * t * e3 / s, 0.0) \
-        + (t * e2 / s) * (t * e2 / s)
-    out[JAC_FRO] = -g - l1pa + 0.5 * math.log(gg)
-    if y_top:
-        out[CE_LOSS] = -g + logr + math.log(log1p_ratio(a))
-        out[CE_GRAD_TARGET] = logq
-        out[CE_GRAD_NORM] = -g - l1pa + 0.5 * math.log(e2 + r * r)
-    else:
-        rest_y = max(r - ey, 0.0)
-        out[CE_LOSS] = math.log(l1pa + (m1 - xy))
-        out[CE_GRAD_TARGET] = math.log1p(t * rest_y) - l1pa
-        c = 1.0 + t * rest_y
-        out[CE_GRAD_NORM] = 0.5 * math.log(
-            1.0 + t * t * max(e2 - ey * ey, 0.0) + c * c) - l1pa
+    lam_maxp = -l1pa
+    lam_q = logq
+    lam_ent = -g + vlog(r * la + (g * r + v) / s)
+    lam_jd = logq - l1pa
+    lam_jo = -g - 2.0 * l1pa
+    dd = e2 - 2.0 * t * e3 / s
+    dd = dd if dd > 0.0 else 0.0
+    te = t * e2 / s
+    lam_fro = -g - l1pa + 0.5 * vlog((r * r + 2.0 * e2) / (s * s) + dd + te * te)
+    # target y on top
+    ce_t = -g + logr + vlog(la)
+    gn_t = -g - l1pa + 0.5 * vlog(e2 + r * r)
+    # target y elsewhere
+    rest_y = r - ey
+    rest_y = rest_y if rest_y > 0.0 else 0.0
+    ey2 = e2 - ey * ey
+    ey2 = ey2 if ey2 > 0.0 else 0.0
+    c = 1.0 + t * rest_y
+    ce_o = vlog(l1pa + (m1 - xy))
+    gt_o = vlog1p(t * rest_y) - l1pa
+    gn_o = 0.5 * vlog(1.0 + t * t * ey2 + c * c) - l1pa
+    lam_ce = ce_t if y_top else ce_o
+    lam_gt = logq if y_top else gt_o
+    lam_gn = gn_t if y_top else gn_o
+    if single:
+        lam_maxp = 0.0
+        lam_q = ninf
+        lam_ent = ninf
+        lam_jd = ninf
+        lam_jo = ninf
+        lam_fro = ninf
+        lam_ce = ninf if y_top else np.inf
+        lam_gt = ninf if y_top else 0.0
+        lam_gn = ninf if y_top else LOG_SQRT2
+    return (lam_maxp, lam_q, lam_ent, lam_jd, lam_jo, lam_fro, lam_ce, lam_gn, lam_gt)
 
 
 @register_jitable
@@ -261,7 +267,7 @@ def row_softmax(x, n, m1, s, out):
 @strict
 def obs_value(lam):
     """An observable's value from its natural log (the one place it's done)."""
-    return math.exp(lam)
+    return vexp(lam)
 
 
 @strict
@@ -270,26 +276,24 @@ def obs_log10(lam):
 
 
 @register_jitable
-def row_observe(x, n, ymode, y, u, out):
-    """Observables of one row: natural logs into out[:NOBS]; returns the
-    row status.
+def row_stats(x, n, ymode, y, u):
+    """One pass over a row (three reductions and the exp loop): the numbers
+    ``logobs`` needs, as (m1, m2, R, E2, E3, V, y_top, x_y, e_y, bad).
 
     ymode 0: target = argmax; 1: target = y; 2: target sampled from
     softmax(x) with the uniform u.  A bad row (NaN, +inf, no finite logit)
-    gets NaN everywhere and ROW_BAD.
+    has bad = True and harmless numbers.
     """
     m1, m2 = row_top2(x, n)
     ninf = -np.inf
     if not (m1 < np.inf) or m1 == ninf:
-        out[:NOBS] = np.nan
-        return ROW_BAD
+        return 0.0, ninf, 1.0, 1.0, 1.0, 0.0, True, 0.0, 0.0, True
     # relative to m2, or to m1 when m1 is the only finite logit (every other
     # exponent then is -inf and clamps to the floor; NaN still propagates)
     ref = m2 if m2 > ninf else m1
     r, e2, e3, v = row_sums(x, n, ref)
     if r != r or v != v:
-        out[:NOBS] = np.nan
-        return ROW_BAD
+        return 0.0, ninf, 1.0, 1.0, 1.0, 0.0, True, 0.0, 0.0, True
     m1f = np.float64(m1)
     m2f = np.float64(m2)
     y_top = True
@@ -303,5 +307,54 @@ def row_observe(x, n, ymode, y, u, out):
         y_top = xy == m1f
         if not y_top and m2 > ninf:
             ey = row_target_exp(x, m2, y)
-    row_logobs(m1f, m2f, r, e2, e3, v, y_top, xy, ey, out)
-    return ROW_OK
+    return m1f, m2f, r, e2, e3, v, y_top, xy, ey, False
+
+
+@register_jitable
+def row_observe(x, n, ymode, y, u, out):
+    """Natural logs of one row's observables into out[:NOBS] (NaN for a bad
+    row); returns the row status."""
+    m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
+    lam = logobs(m1, m2, r, e2, e3, v, y_top, xy, ey)
+    for k in range(NOBS):
+        out[k] = np.nan if bad else lam[k]
+    return ROW_BAD if bad else ROW_OK
+
+
+NSTATS = 10
+
+
+@register_jitable
+def row_stats_into(x, n, ymode, y, u, st, i):
+    """``row_stats`` of one row into column i of the block scratch st."""
+    m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
+    st[0, i] = m1
+    st[1, i] = m2
+    st[2, i] = r
+    st[3, i] = e2
+    st[4, i] = e3
+    st[5, i] = v
+    st[6, i] = 1.0 if y_top else 0.0
+    st[7, i] = xy
+    st[8, i] = ey
+    st[9, i] = 1.0 if bad else 0.0
+    return bad
+
+
+@strict
+def block_logobs(st, nr, lam):
+    """``logobs`` for the nr rows of a block (columns of st) into lam[k, i]:
+    the per-row wrap-up batched across rows, a loop that vectorizes."""
+    for i in range(nr):
+        o = logobs(st[0, i], st[1, i], st[2, i], st[3, i], st[4, i], st[5, i],
+                   st[6, i] != 0.0, st[7, i], st[8, i])
+        bad = st[9, i] != 0.0
+        lam[0, i] = np.nan if bad else o[0]
+        lam[1, i] = np.nan if bad else o[1]
+        lam[2, i] = np.nan if bad else o[2]
+        lam[3, i] = np.nan if bad else o[3]
+        lam[4, i] = np.nan if bad else o[4]
+        lam[5, i] = np.nan if bad else o[5]
+        lam[6, i] = np.nan if bad else o[6]
+        lam[7, i] = np.nan if bad else o[7]
+        lam[8, i] = np.nan if bad else o[8]

@@ -27,6 +27,7 @@ from numba.extending import register_jitable
 
 from ._config import SKETCH_HI, SKETCH_LO, SKETCH_NB, SKETCH_W
 from ._math import NOBS, obs_log10, obs_value
+from ._vmath import fmax, fmin
 
 NCH = 2 * NOBS
 _INV_W = 1.0 / SKETCH_W
@@ -63,7 +64,8 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
     min/max/infinite counts, threshold counts and sketch counts.
 
     ``val`` is scratch of shape (NCH, >= nr).  Moments are computed in two
-    passes (mean, then squared deviations) over the finite values.
+    passes (mean, then squared deviations) over the finite values.  Every loop
+    but the sketch's scatter is a branch-free reduction that vectorizes.
     """
     for k in range(NOBS):
         for r in range(nr):
@@ -71,40 +73,40 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
             val[k, r] = obs_value(lk)
             val[NOBS + k, r] = obs_log10(lk)
     for c in range(NCH):
-        cnt = 0
+        cnt = 0.0
         s = 0.0
+        ninf = 0.0
         mn = vmin[c]
         mx = vmax[c]
-        ninf = 0
         for r in range(nr):
             z = val[c, r]
-            if abs(z) < np.inf:
-                cnt += 1
-                s += z
-            elif z == z:
-                ninf += 1
-            if z < mn:
-                mn = z
-            if z > mx:
-                mx = z
-        mean = s / cnt if cnt > 0 else 0.0
+            fin = abs(z) < np.inf
+            cnt += 1.0 if fin else 0.0
+            s += z if fin else 0.0
+            ninf += 1.0 if abs(z) == np.inf else 0.0
+            mn = fmin(mn, z)
+            mx = fmax(mx, z)
+        mean = s / cnt if cnt > 0.0 else 0.0
         ss = 0.0
         for r in range(nr):
             z = val[c, r]
-            if abs(z) < np.inf:
-                ss += (z - mean) * (z - mean)
+            d = z - mean
+            ss += d * d if abs(z) < np.inf else 0.0
         mom[c, 0] = cnt
         mom[c, 1] = mean
         mom[c, 2] = ss
         vmin[c] = mn
         vmax[c] = mx
-        nonf[c] += ninf
+        nonf[c] += np.int64(ninf)
     nt = thr.shape[0]
     for k in range(NOBS):
+        for j in range(nt):
+            tj = thr[j]
+            cb = 0.0
+            for r in range(nr):
+                cb += 1.0 if val[k, r] < tj else 0.0
+            below[k, j] += np.int64(cb)
         for r in range(nr):
-            z = val[k, r]
-            for j in range(nt):
-                below[k, j] += z < thr[j]
             lz = val[NOBS + k, r]
             if lz == lz:
                 hist[k, sketch_index(lz)] += 1

@@ -367,7 +367,8 @@ def run_rows(nrows, n, cdt, thr, *, x2=None, gen=GEN_ROWS, params=None, seed=0, 
             sc["firstbad"][:] = -1
             nbad0 = int(sc["nbad"].sum())
             _cpu.observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
-                               ymode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["lam_s"],
+                               ymode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
+                               sc["lam_s"],
                                sc["val_s"], mom, sc["vmin"], sc["vmax"], sc["nonf"],
                                sc["below"], sc["hist"], sc["nbad"], sc["firstbad"])
             if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
