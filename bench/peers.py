@@ -1,0 +1,141 @@
+"""The same statistics computed the way a user would without fastsoftmax:
+vectorized NumPy / SciPy / JAX / PyTorch over batches of rows, every
+observable per row, then mean, std, min and max of each.  Target: argmax."""
+import numpy as np
+
+BATCH_LOGITS = 1 << 22
+
+
+def _batches(x):
+    step = max(1, BATCH_LOGITS // x.shape[1])
+    for r0 in range(0, x.shape[0], step):
+        yield x[r0:r0 + step]
+
+
+def _reduce(parts):
+    """parts: list of dicts name -> (sum, sumsq, min, max, count)."""
+    out = {}
+    for name in parts[0]:
+        s = sum(p[name][0] for p in parts)
+        ss = sum(p[name][1] for p in parts)
+        n = sum(p[name][4] for p in parts)
+        mean = s / n
+        out[name] = (mean, np.sqrt(max(ss / n - mean * mean, 0.0)),
+                     min(p[name][2] for p in parts), max(p[name][3] for p in parts))
+    return out
+
+
+def _top2_numpy(p):
+    t = np.partition(p, -2, axis=-1)
+    return t[..., -1], t[..., -2]
+
+
+def _row_obs_numpy(x, xp=np, log=np.log, sqrt=np.sqrt, top2=_top2_numpy):
+    m = x.max(axis=-1, keepdims=True)
+    e = xp.exp(x - m)
+    s = e.sum(axis=-1, keepdims=True)
+    p = e / s
+    p1, p2 = top2(p)
+    sum2 = (p * p).sum(-1)
+    out = {
+        "max_prob": p1,
+        "one_minus_max_prob": 1 - p1,
+        "entropy": -(p * xp.where(p > 0, log(xp.where(p > 0, p, 1)), 0)).sum(-1),
+        "jac_diag_max": (p * (1 - p)).max(-1),
+        "jac_offdiag_max": p1 * p2,
+        "jac_fro": sqrt(xp.maximum(((p * (1 - p)) ** 2).sum(-1) + sum2 * sum2
+                                   - (p ** 4).sum(-1), 0)),
+        "ce_loss": log(s[..., 0]),
+        "ce_grad_norm": sqrt(xp.maximum(sum2 - p1 * p1 + (1 - p1) ** 2, 0)),
+        "ce_grad_target": 1 - p1,
+    }
+    return out
+
+
+def numpy_stats(x):
+    parts = []
+    for b in _batches(x):
+        obs = _row_obs_numpy(b)
+        parts.append({k: (float(v.sum(dtype=np.float64)), float((v.astype(np.float64) ** 2).sum()),
+                          float(v.min()), float(v.max()), v.size) for k, v in obs.items()})
+    return _reduce(parts)
+
+
+def scipy_stats(x):
+    from scipy import special
+    parts = []
+    for b in _batches(x):
+        p = special.softmax(b, axis=-1)
+        lse = special.logsumexp(b, axis=-1)
+        p1, p2 = _top2_numpy(p)
+        sum2 = (p * p).sum(-1)
+        obs = {
+            "max_prob": p1, "one_minus_max_prob": 1 - p1,
+            "entropy": special.entr(p).sum(-1),
+            "jac_diag_max": (p * (1 - p)).max(-1), "jac_offdiag_max": p1 * p2,
+            "jac_fro": np.sqrt(np.maximum(((p * (1 - p)) ** 2).sum(-1) + sum2 ** 2
+                                          - (p ** 4).sum(-1), 0)),
+            "ce_loss": lse - b.max(-1),
+            "ce_grad_norm": np.sqrt(np.maximum(sum2 - p1 * p1 + (1 - p1) ** 2, 0)),
+            "ce_grad_target": 1 - p1,
+        }
+        parts.append({k: (float(v.sum(dtype=np.float64)), float((v.astype(np.float64) ** 2).sum()),
+                          float(v.min()), float(v.max()), v.size) for k, v in obs.items()})
+    return _reduce(parts)
+
+
+def make_jax():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def part(b):
+        def top2(p):
+            v = jax.lax.top_k(p, 2)[0]
+            return v[..., 0], v[..., 1]
+
+        obs = _row_obs_numpy(b, xp=jnp, log=jnp.log, sqrt=jnp.sqrt, top2=top2)
+        return {k: (v.sum(), (v * v).sum(), v.min(), v.max()) for k, v in obs.items()}
+
+    def run(x):
+        parts = []
+        step = max(1, BATCH_LOGITS // x.shape[1])
+        for r0 in range(0, x.shape[0], step):
+            b = x[r0:r0 + step]
+            if b.shape[0] != step and x.shape[0] > step:
+                b = x[-step:]      # keep one compiled shape (overlap is fine for timing)
+            res = jax.device_get(part(b))
+            parts.append({k: (float(a), float(c), float(d), float(e), b.shape[0])
+                          for k, (a, c, d, e) in res.items()})
+        return _reduce(parts)
+
+    return run
+
+
+def make_torch():
+    import torch
+    torch.set_num_threads(2)
+
+    def run(x):
+        parts = []
+        for b in _batches(x):
+            t = torch.from_numpy(np.ascontiguousarray(b))
+            p = torch.softmax(t, dim=-1)
+            top2 = torch.topk(p, 2, dim=-1).values
+            p1, p2 = top2[..., 0], top2[..., 1]
+            sum2 = (p * p).sum(-1)
+            obs = {
+                "max_prob": p1, "one_minus_max_prob": 1 - p1,
+                "entropy": -torch.special.xlogy(p, p).sum(-1),
+                "jac_diag_max": (p * (1 - p)).amax(-1), "jac_offdiag_max": p1 * p2,
+                "jac_fro": torch.sqrt(torch.clamp(((p * (1 - p)) ** 2).sum(-1) + sum2 ** 2
+                                                  - (p ** 4).sum(-1), min=0)),
+                "ce_loss": torch.logsumexp(t, -1) - t.amax(-1),
+                "ce_grad_norm": torch.sqrt(torch.clamp(sum2 - p1 * p1 + (1 - p1) ** 2, min=0)),
+                "ce_grad_target": 1 - p1,
+            }
+            parts.append({k: (float(v.double().sum()), float((v.double() ** 2).sum()),
+                              float(v.min()), float(v.max()), v.numel()) for k, v in obs.items()})
+        return _reduce(parts)
+
+    return run
