@@ -148,7 +148,7 @@ def new_scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
         q_s=np.zeros((nth, q_len), dtype=dtype),
         st_s=np.empty((nth, NSTATS, brows)),
         lam_s=np.empty((nth, NOBS, brows)),
-        val_s=np.empty((nth, NCH, brows)),
+        val_s=np.empty((nth, NCH + 1, brows)),
         vmin=np.full((nth, NCH), np.inf),
         vmax=np.full((nth, NCH), -np.inf),
         nonf=np.zeros((nth, NCH), dtype=np.int64),

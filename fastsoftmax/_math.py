@@ -79,7 +79,7 @@ EXP_FLOOR = -1000.0
 # flags: 'reassoc' would, e.g., turn R * (log1p(a) / a) into (R * log1p(a)) / a,
 # which loses every digit when a is subnormal.  Only the vectorized loops
 # (row_top2, row_sums, the block reductions) run under FASTMATH.
-strict = register_jitable(fastmath=False)
+strict = register_jitable(fastmath=False, forceinline=True, error_model="numpy")
 
 # row status codes
 ROW_OK = 0

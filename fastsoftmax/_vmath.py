@@ -87,8 +87,8 @@ __all__ = ["vexp", "vlog", "vsincos", "fmax", "fmin"]
 # also get 'contract' (FMA fusion; 2.4x faster float32 vexp, never less
 # accurate here).  Other targets get no fast-math flag at all: numba-cuda
 # treats any fastmath setting as full fast math (approximate division).
-_KERNEL_OPTS = dict(error_model="numpy")
-_CPU_KERNEL_OPTS = dict(fastmath={"contract"}, error_model="numpy")
+_KERNEL_OPTS = dict(error_model="numpy", forceinline=True)
+_CPU_KERNEL_OPTS = dict(fastmath={"contract"}, error_model="numpy", forceinline=True)
 
 
 def _jitable(fn):

@@ -33,6 +33,11 @@ NCH = 2 * NOBS
 _INV_W = 1.0 / SKETCH_W
 
 
+# hot helpers: numpy error model (no ZeroDivisionError branches that would
+# stop vectorization) and inlined into the caller's loops
+hot = register_jitable(error_model="numpy", forceinline=True)
+
+
 @register_jitable
 def chan_merge(n1, m1, s1, n2, m2, s2):
     """Chan et al.: merge (count, mean, M2) of two disjoint sets."""
@@ -45,25 +50,30 @@ def chan_merge(n1, m1, s1, n2, m2, s2):
     return n, m1 + d * (n2 / n), s1 + s2 + d * d * (n1 * (n2 / n))
 
 
+@hot
+def sketch_bucket(l):
+    """Bucket of a log10 value, as a float: 0 below SKETCH_LO (and -inf),
+    NB-1 at or above SKETCH_HI (and +inf).  NaN maps to 0 (callers skip NaN).
+    Branch-free, no float->int conversion: vectorizes."""
+    f = (l - SKETCH_LO) * _INV_W
+    f = f if f == f else -1.0
+    f = -1.0 if f < -1.0 else f
+    f = SKETCH_NB - 2.0 if f > SKETCH_NB - 2.0 else f
+    return math.floor(f) + 1.0
+
+
 @register_jitable
 def sketch_index(l):
-    """Bucket of a log10 value: 0 below SKETCH_LO (and -inf), NB-1 at or
-    above SKETCH_HI (and +inf)."""
-    f = (l - SKETCH_LO) * _INV_W
-    f = -1.0 if f < -1.0 else f
-    f = SKETCH_NB * 1.0 if f > SKETCH_NB else f
-    i = int(math.floor(f)) + 1
-    i = 0 if i < 0 else i
-    return SKETCH_NB - 1 if i > SKETCH_NB - 1 else i
+    return int(sketch_bucket(l))
 
 
-@register_jitable
+@register_jitable(error_model="numpy")
 def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
     """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
     rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
     min/max/infinite counts, threshold counts and sketch counts.
 
-    ``val`` is scratch of shape (NCH, >= nr).  Moments are computed in two
+    ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed in two
     passes (mean, then squared deviations) over the finite values.  Every loop
     but the sketch's scatter is a branch-free reduction that vectorizes.
     """
@@ -107,9 +117,10 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
                 cb += 1.0 if val[k, r] < tj else 0.0
             below[k, j] += np.int64(cb)
         for r in range(nr):
-            lz = val[NOBS + k, r]
-            if lz == lz:
-                hist[k, sketch_index(lz)] += 1
+            val[NCH, r] = sketch_bucket(val[NOBS + k, r])
+        for r in range(nr):
+            if val[NOBS + k, r] == val[NOBS + k, r]:
+                hist[k, int(val[NCH, r])] += 1
 
 
 # Blocks are folded into segments of SEGMENT_BLOCKS consecutive blocks (each
