@@ -81,6 +81,10 @@ EXP_FLOOR = -1000.0
 # (row_top2, row_sums, the block reductions) run under FASTMATH.
 strict = register_jitable(fastmath=False, forceinline=True, error_model="numpy")
 
+# the vectorized row loops and their drivers: inlined into the caller (and
+# compiled with the caller's FASTMATH, which their reductions need)
+hot = register_jitable(forceinline=True, error_model="numpy")
+
 # row status codes
 ROW_OK = 0
 ROW_BAD = 1      # NaN, +inf, or no finite logit
@@ -101,7 +105,7 @@ def _like_impl(x, c):
     return impl
 
 
-@register_jitable
+@hot
 def row_top2(x, n):
     """(m1, m2): the two largest values of x[:n], with multiplicity.
 
@@ -128,7 +132,7 @@ def row_top2(x, n):
     return m1, m2
 
 
-@register_jitable
+@hot
 def row_sums(x, n, m2):
     """(R, E2, E3, V) of the module docstring, float64 sums.
 
@@ -223,7 +227,7 @@ def logobs(m1, m2, r, e2, e3, v, y_top, xy, ey):
     return (lam_maxp, lam_q, lam_ent, lam_jd, lam_jo, lam_fro, lam_ce, lam_gn, lam_gt)
 
 
-@register_jitable
+@hot
 def row_target_exp(x, m2, y):
     """exp(x_y - m2) in the dtype of x, as ``row_sums`` computes it."""
     d = x[y] - m2
@@ -275,7 +279,7 @@ def obs_log10(lam):
     return lam * INV_LN10
 
 
-@register_jitable
+@hot
 def row_stats(x, n, ymode, y, u):
     """One pass over a row (three reductions and the exp loop): the numbers
     ``logobs`` needs, as (m1, m2, R, E2, E3, V, y_top, x_y, e_y, bad).
@@ -324,7 +328,7 @@ def row_observe(x, n, ymode, y, u, out):
 NSTATS = 10
 
 
-@register_jitable
+@hot
 def row_stats_into(x, n, ymode, y, u, st, i):
     """``row_stats`` of one row into column i of the block scratch st."""
     m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
