@@ -21,11 +21,15 @@ def _print_ratios():
     for group, res in RESULTS.items():
         lines.append(f"[{group}]")
         ours = res.get("fastsoftmax")
-        for name, (sec, work, unit) in sorted(res.items(), key=lambda kv: kv[1][0]):
+        for name, (sec, work, unit) in sorted(res.items(), key=lambda kv: -kv[1][1] / kv[1][0]):
             rate = work / sec
-            ratio = f"  fastsoftmax is {ours[0] and sec / ours[0]:7.1f}x faster" \
-                if ours and name != "fastsoftmax" else ""
-            lines.append(f"  {name:<22} {rate:10.3g} {unit}  ({sec * 1e3:9.1f} ms){ratio}")
+            ratio = ""
+            if ours and name != "fastsoftmax" and unit.endswith("/s"):
+                ratio = f"  fastsoftmax / this = {(ours[1] / ours[0]) / rate:8.2f}x"
+            if unit.endswith("/s"):
+                lines.append(f"  {name:<26} {rate:10.3g} {unit}{ratio}")
+            else:
+                lines.append(f"  {name:<26} {sec:10.3g} {unit}")
     text = "\n".join(lines)
     print(text)
     out = os.environ.get("BENCH_REPORT")
