@@ -9,8 +9,9 @@ from ._math import OBS_NAMES
 from . import models
 from .api import log_softmax, observables, simulate, softmax, summarize
 from .summary import Stat, Summary
+from .sweep import sweep
 
 __version__ = "0.1.0"
 
 __all__ = ["OBS_NAMES", "Stat", "Summary", "log_softmax", "observables", "softmax",
-           "simulate", "summarize", "models", "__version__"]
+           "simulate", "summarize", "sweep", "models", "__version__"]

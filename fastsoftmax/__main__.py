@@ -1,3 +1,5 @@
+"""``python -m fastsoftmax``: the command line (see fastsoftmax.cli)."""
 from .cli import main
 
-main()
+if __name__ == "__main__":
+    raise SystemExit(main())

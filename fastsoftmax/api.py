@@ -272,7 +272,7 @@ def _check_thresholds(thresholds):
 
 
 def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS,
-              nan_policy="raise", backend="auto"):
+              nan_policy="raise", backend="auto", progress=False):
     r"""Streaming :class:`Summary` of the observables of softmax(x) over rows.
 
     Works over fixed blocks of rows, chunk by chunk: nothing proportional to
@@ -281,6 +281,7 @@ def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS
 
     nan_policy="raise": ValueError naming the first row with NaN, +inf or no
     finite logit; "omit": such rows are skipped and counted (``skipped``).
+    progress: True for a tqdm bar over rows (or an object with ``update``).
 
     x may also be a ``dask.array`` (per-chunk accumulators reduced with a
     tree, nothing gathered) or a CUDA device array (anything with
@@ -309,7 +310,15 @@ def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS
     ymode, yfix, labels = _resolve_target(target, batch, n)
     config = dict(source="array", shape=list(x.shape), dtype=str(x.dtype),
                   axis=list(axes), target=_target_repr(target), nan_policy=nan_policy)
-    acc = _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch)
+    bar = _progress_bar(progress, x2.shape[0])
+    try:
+        acc, segments = run_rows(x2.shape[0], x2.shape[1], cdt, thr, x2=x2, ymode=ymode,
+                                 yfix=yfix, labels=labels, nan_policy=nan_policy, batch=batch,
+                                 progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    fold_segments(segments, out=acc.mom)
     return Summary(acc, config)
 
 
@@ -322,13 +331,6 @@ def _target_repr(target):
     if isinstance(target, (str, numbers.Integral)):
         return target if isinstance(target, str) else int(target)
     return "labels"
-
-
-def _summarize_rows(x2, cdt, ymode, yfix, labels, thr, nan_policy, batch):
-    acc, segments = run_rows(x2.shape[0], x2.shape[1], cdt, thr, x2=x2, ymode=ymode,
-                             yfix=yfix, labels=labels, nan_policy=nan_policy, batch=batch)
-    fold_segments(segments, out=acc.mom)
-    return acc
 
 
 def run_rows(nrows, n, cdt, thr, *, x2=None, gen=GEN_ROWS, params=None, seed=0, row0=0,
@@ -398,6 +400,19 @@ def run_rows(nrows, n, cdt, thr, *, x2=None, gen=GEN_ROWS, params=None, seed=0, 
 
 # --------------------------------------------------------------------------
 # simulate
+
+class _Borrowed:
+    """A caller's progress object: updated, never closed by us."""
+
+    def __init__(self, bar):
+        self.bar = bar
+
+    def update(self, k):
+        self.bar.update(k)
+
+    def close(self):
+        pass
+
 
 TARGETS_MC = {"argmax": 0, "random": 3, "sampled": 4}
 BACKENDS = ("auto", "cpu", "cuda")
@@ -530,8 +545,12 @@ def run_model_rows(model, row0, nrows, seed, ymode, yfix, thr, dt, chunk=None, p
 
 
 def _progress_bar(progress, total):
+    """None, a new tqdm bar (progress=True), or the caller's own object with an
+    ``update(rows)`` method (e.g. one bar shared by the points of a sweep)."""
     if not progress:
         return None
+    if hasattr(progress, "update") and not isinstance(progress, bool):
+        return _Borrowed(progress)
     try:
         from tqdm.auto import tqdm
     except ImportError:

@@ -1,18 +1,575 @@
-"""Command line (placeholder until the verify job lands): summarise a demo."""
+"""The ``fastsoftmax`` command (also ``python -m fastsoftmax``).
+
+    fastsoftmax verify [--samples N] [--seed S] [--backend B] [--out DIR] [--json] [--quiet]
+    fastsoftmax sweep --model dotproduct --grid d_k=1,16,256 --grid scaled=true,false
+                      --set n=64 --samples 1e6 --out sweep.parquet [--resume] [--plot sweep.png]
+                      [--scheduler ADDRESS | --workers N]
+    fastsoftmax summarize FILE.npy [--axis A] [--target argmax|INT|labels.npy] [--json]
+    fastsoftmax info
+
+Bad arguments exit with status 2 and one line on stderr saying what is
+wrong; a completed run exits 0.
+"""
+import inspect
+import json
+import math
+import os
 import sys
 
+import click
 
-def main(argv=None):
+PROG = "fastsoftmax"
+
+
+class UserError(click.UsageError):
+    """A bad argument found after parsing (exit 2, one line)."""
+
+    def __init__(self, message):
+        super().__init__(message, ctx=click.get_current_context(silent=True))
+
+
+# --------------------------------------------------------------------------
+# value parsing
+
+def parse_value(text):
+    """A grid/--set value: true/false, an int, a float (1e6), else a string."""
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    return t
+
+
+def parse_assignment(text, option, many):
+    """'name=v1,v2' -> (name, [values]) (many) or (name, value)."""
+    if "=" not in text:
+        raise UserError(f"{option} {text!r}: expected NAME=VALUE"
+                        + (",VALUE..." if many else ""))
+    name, _, rhs = text.partition("=")
+    name = name.strip()
+    if not name.isidentifier():
+        raise UserError(f"{option} {text!r}: {name!r} is not a parameter name")
+    if not rhs.strip():
+        raise UserError(f"{option} {text!r}: no value after '='")
+    if not many:
+        return name, parse_value(rhs)
+    parts = rhs.split(",")
+    if any(not p.strip() for p in parts):
+        raise UserError(f"{option} {text!r}: empty value in the list")
+    return name, [parse_value(p) for p in parts]
+
+
+class Count(click.ParamType):
+    """A positive integer, also written as 1e6 or 1_000_000."""
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            v = value
+        else:
+            s = str(value).strip().replace("_", "")
+            try:
+                v = int(s)
+            except ValueError:
+                try:
+                    f = float(s)
+                except ValueError:
+                    self.fail(f"{value!r} is not a number", param, ctx)
+                if not (math.isfinite(f) and f.is_integer()):
+                    self.fail(f"{value!r} is not a whole number", param, ctx)
+                v = int(f)
+        if v < 1:
+            self.fail(f"must be >= 1, got {value}", param, ctx)
+        return v
+
+
+class Seed(click.ParamType):
+    name = "SEED"
+
+    def convert(self, value, param, ctx):
+        try:
+            v = int(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not an integer", param, ctx)
+        if not 0 <= v < 2 ** 64:
+            self.fail(f"must lie in [0, 2**64), got {v}", param, ctx)
+        return v
+
+
+BACKEND = click.Choice(["auto", "cpu", "cuda"])
+BIG_FILE_LOGITS = 1 << 28      # summarize shows progress from here (a few seconds)
+
+
+# --------------------------------------------------------------------------
+# the group
+
+def _print_version(ctx, param, value):
+    if value and not ctx.resilient_parsing:
+        from . import __version__
+        click.echo(f"{PROG} {__version__}")
+        ctx.exit()
+
+
+@click.group(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=100))
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Print the version and exit.")
+def cli():
+    """Exact, fast statistics of softmax and cross-entropy gradients.
+
+    Start with `fastsoftmax verify`: the "Attention Is All You Need" claims,
+    measured, with verdicts.
+    """
+
+
+def _fail(msg):
+    raise UserError(msg)
+
+
+def _user_call(fn, *a, **kw):
+    """Run a validation step; its ValueError/TypeError/OS errors are bad
+    arguments (exit 2, one line)."""
+    try:
+        return fn(*a, **kw)
+    except (ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
+            NotADirectoryError, ImportError, RuntimeError) as e:
+        raise UserError(str(e)) from None
+
+
+# --------------------------------------------------------------------------
+# verify
+
+@cli.command()
+@click.option("--samples", type=Count(), default=None,
+              help="Logit vectors per point (default 500,000).")
+@click.option("--seed", type=Seed(), default=0, show_default=True,
+              help="One seed for every point (common random numbers).")
+@click.option("--backend", type=BACKEND, default="auto", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Directory for tables (CSV, Parquet), summary.json and PNG plots.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@click.option("--quiet", "-q", is_flag=True,
+              help="No progress bar; print one line per claim (its verdict) only.")
+def verify(samples, seed, backend, out, as_json, quiet):
+    """Run the paper's claims and the objections as experiments; print verdicts.
+
+    Unscaled vs scaled dot products for d_k = 1..4096, the vector
+    [100, 101, 99], offsets 0..1e6, cross-entropy with right and wrong
+    targets, and a scale sweep; each verdict is computed from the
+    measurements with the criteria printed under the table.
+    """
+    from . import verify as vmod
+    samples = vmod.DEFAULT_SAMPLES if samples is None else samples
+    _user_call(_check_backend, backend)
+    if out is not None and os.path.exists(out) and not os.path.isdir(out):
+        _fail(f"--out {out}: exists and is not a directory")
+    res = vmod.run(samples=samples, seed=seed, backend=backend, out=out, progress=not quiet)
+    if as_json:
+        click.echo(res.to_json())
+    elif quiet:
+        click.echo(res.brief())
+    else:
+        click.echo(res.report(width=_width()))
+        if out is not None:
+            click.echo(f"\nwrote tables, summary.json and plots to {out}")
+
+
+def _width():
+    try:
+        return max(80, min(120, os.get_terminal_size().columns))
+    except OSError:
+        return 100
+
+
+def _check_backend(backend):
+    from .api import resolve_backend
+    return resolve_backend(backend)
+
+
+# --------------------------------------------------------------------------
+# sweep
+
+@cli.command()
+@click.option("--model", "-m", required=True, help="dotproduct, gaussian or shifted.")
+@click.option("--grid", "-g", "grids", multiple=True, metavar="NAME=V1,V2,...",
+              help="A grid axis (repeatable); the points are the cartesian product.")
+@click.option("--set", "-s", "sets", multiple=True, metavar="NAME=VALUE",
+              help="A parameter fixed for every point (repeatable).")
+@click.option("--samples", type=Count(), required=True, help="Logit vectors per point (1e6 ok).")
+@click.option("--seed", type=Seed(), default=0, show_default=True)
+@click.option("--target", default="argmax", show_default=True,
+              help="argmax, random, sampled or a class index.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32",
+              show_default=True)
+@click.option("--threshold", "thresholds", multiple=True, type=float, metavar="T",
+              help="Thresholds for exact fractions below (repeatable; default 1e-3 1e-6 1e-9).")
+@click.option("--backend", type=BACKEND, default="auto", show_default=True)
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="Table written after every point (.csv or .parquet).")
+@click.option("--resume", is_flag=True, help="Continue --out, skipping the points it holds.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="PNG of the median and quantile bands of --observable.")
+@click.option("--observable", default="jac_diag_max", show_default=True,
+              help="What --plot and the printed table show.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on a Dask cluster (tcp://host:8786).")
+@click.option("--workers", type=Count(), default=None,
+              help="Run on a local Dask cluster of N single-threaded workers.")
+@click.option("--connect-timeout", type=float, default=30.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for --scheduler.")
+@click.option("--json", "as_json", is_flag=True, help="Print the table as JSON records.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no table.")
+def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend, out, resume,
+          plot, observable, scheduler, workers, connect_timeout, as_json, quiet):
+    """Simulate every point of a parameter grid; one row per point.
+
+    \b
+    fastsoftmax sweep --model dotproduct --grid d_k=1,16,256,4096 \\
+        --grid scaled=true,false --set n=64 --samples 1e6 --out sweep.parquet --resume
+    """
+    from . import _config
+    from ._math import OBS_NAMES
+    from .sweep import SweepLocked, plan as make_plan
+    grid, fixed = {}, {}
+    for g in grids:
+        name, values = parse_assignment(g, "--grid", True)
+        if name in grid:
+            _fail(f"--grid {name} given twice")
+        grid[name] = values
+    for s in sets:
+        name, value = parse_assignment(s, "--set", False)
+        if name in fixed:
+            _fail(f"--set {name} given twice")
+        fixed[name] = value
+    tgt = parse_value(target)
+    if isinstance(tgt, bool) or isinstance(tgt, float):
+        _fail(f"--target {target!r}: argmax, random, sampled or a class index")
+    if observable not in OBS_NAMES:
+        _fail(f"--observable {observable!r}: one of {', '.join(OBS_NAMES)}")
+    if scheduler is not None and workers is not None:
+        _fail("--scheduler and --workers exclude each other")
+    if plot is not None and not plot.lower().endswith(".png"):
+        _fail(f"--plot {plot}: give a .png file name")
+    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
+        _fail(f"--plot {plot}: directory {os.path.dirname(os.path.abspath(plot))} does not exist")
+    thr = tuple(thresholds) if thresholds else _config.DEFAULT_THRESHOLDS
+    p = _user_call(make_plan, model, grid, fixed=fixed, samples=samples, seed=seed,
+                   target=tgt, dtype=dtype, thresholds=thr, out=out, resume=resume,
+                   backend=backend)
+    if plot is not None:
+        _user_call(_require_module, "matplotlib", "--plot", "plot")
+    if not quiet and out is not None and resume and len(p.todo) < len(p.points):
+        click.echo(f"resuming {out}: {len(p.points) - len(p.todo)} of {len(p.points)} points "
+                   "done", err=True)
+    with _dask_client(scheduler, workers, connect_timeout) as client:
+        try:
+            df = p.run(progress=not quiet, client=client)
+        except SweepLocked as e:
+            _fail(str(e))
+        except KeyboardInterrupt:
+            if out is not None:
+                click.echo(f"\ninterrupted: the finished points are in {out}; "
+                           "rerun with --resume to continue", err=True)
+            raise
+    if plot is not None:
+        from .plot import plot_sweep
+        plot_sweep(df, plot, list(grid), observable=observable)
+    if as_json:
+        click.echo(json.dumps(_records(df), allow_nan=False))
+    elif not quiet:
+        click.echo(format_sweep(df, list(grid) or p.param_order[:1], observable))
+        if out is not None:
+            click.echo(f"wrote {out}")
+        if plot is not None:
+            click.echo(f"wrote {plot}")
+
+
+def _records(df):
+    out = []
+    for rec in df.to_dict("records"):
+        out.append({k: (repr(v) if isinstance(v, float) and not math.isfinite(v) else v)
+                    for k, v in rec.items()})
+    return out
+
+
+def format_sweep(df, keys, obs="jac_diag_max"):
+    """A compact text table: grid values, then median / mean ± sem /
+    log10-mean / fraction below 1e-6 of one observable."""
+    below = [c for c in df.columns if c.startswith(f"{obs}_below_")]
+    bcol = f"{obs}_below_1e-06" if f"{obs}_below_1e-06" in df.columns else \
+        (below[0] if below else None)
+    head = [str(k) for k in keys] + ["median", "mean ± sem", "log10 mean",
+                                      (bcol[len(obs) + 1:].replace("below_", "frac<") if bcol
+                                       else "")]
+    rows = []
+    for _, r in df.iterrows():
+        cells = [str(r[k]) for k in keys]
+        cells.append(f"{r[f'{obs}_q0.5']:.4g}")
+        cells.append(f"{r[f'{obs}_mean']:.4g} ± {r[f'{obs}_sem']:.2g}")
+        cells.append(f"{r[f'{obs}_log10_mean']:.4f}")
+        cells.append(f"{r[bcol]:.4f}" if bcol else "")
+        rows.append(cells)
+    widths = [max(len(h), *(len(c[i]) for c in rows)) for i, h in enumerate(head)]
+    lines = [f"{obs} ({int(df['samples'].iloc[0]):,} samples per point, target "
+             f"{df['target'].iloc[0]}, {df['dtype'].iloc[0]})"]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+    lines.extend("  ".join(c.rjust(w) for c, w in zip(cells, widths)) for cells in rows)
+    return "\n".join(lines)
+
+
+def _require_module(module, option, extra):
+    try:
+        __import__(module)
+    except ImportError:
+        raise ImportError(f"{option} needs {module}: pip install 'fastsoftmax[{extra}]'") \
+            from None
+
+
+class _dask_client:
+    """Context manager: a distributed.Client for --scheduler/--workers, else None."""
+
+    def __init__(self, scheduler, workers, timeout=30.0):
+        self.scheduler, self.workers, self.timeout = scheduler, workers, timeout
+        self.client = self.cluster = None
+
+    def __enter__(self):
+        if self.scheduler is None and self.workers is None:
+            return None
+        opt = "--scheduler" if self.scheduler is not None else "--workers"
+        try:
+            import distributed
+        except ImportError:
+            _fail(f"{opt} needs dask.distributed: pip install 'fastsoftmax[dask]'")
+        if self.scheduler is not None:
+            try:
+                self.client = distributed.Client(self.scheduler, timeout=f"{self.timeout}s")
+            except (OSError, TimeoutError, ValueError) as e:
+                _fail(f"--scheduler {self.scheduler}: cannot connect ({e})")
+        else:
+            self.cluster = distributed.LocalCluster(n_workers=self.workers,
+                                                    threads_per_worker=1,
+                                                    dashboard_address=None)
+            self.client = distributed.Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False
+
+
+# --------------------------------------------------------------------------
+# summarize
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--axis", default="-1", show_default=True,
+              help="The softmax axis: an int, or comma-separated ints.")
+@click.option("--target", default="argmax", show_default=True,
+              help="argmax, a class index, or a .npy file of integer labels.")
+@click.option("--nan-policy", type=click.Choice(["raise", "omit"]), default="raise",
+              show_default=True, help="Rows with NaN/+inf: error, or skip and count.")
+@click.option("--backend", type=BACKEND, default="auto", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def summarize(file, axis, target, nan_policy, backend, as_json, quiet):
+    """Statistics of softmax over the rows of your own logits (a .npy file).
+
+    The file is memory-mapped, never loaded whole: it may exceed memory.
+    """
     import numpy as np
 
     import fastsoftmax as fs
+    x = _load_npy(file, "FILE")
+    try:
+        ax = tuple(int(a) for a in axis.split(",")) if "," in axis else int(axis)
+    except ValueError:
+        _fail(f"--axis {axis!r}: an int or comma-separated ints")
+    tgt = parse_value(target)
+    if isinstance(tgt, str) and tgt != "argmax":
+        if tgt in ("random", "sampled"):
+            _fail(f"--target {tgt}: needs random numbers; give labels as a .npy file instead")
+        tgt = np.asarray(_load_npy(tgt, "--target"))
+    elif isinstance(tgt, (bool, float)):
+        _fail(f"--target {target!r}: argmax, a class index or a .npy file of labels")
+    kw = {}
+    if x.size >= BIG_FILE_LOGITS and not quiet and \
+            "progress" in inspect.signature(fs.summarize).parameters:
+        kw["progress"] = True          # a bar on stderr for files that take seconds
+    s = _user_call(fs.summarize, x, target=tgt, axis=ax, nan_policy=nan_policy,
+                   backend=backend, **kw)
+    if as_json:
+        d = dict(file=os.path.abspath(file), shape=list(x.shape), dtype=str(x.dtype),
+                 samples=s.samples, skipped=s.skipped,
+                 observables={name: s[name].to_dict() for name in s.keys()},
+                 summary=s.to_dict())
+        click.echo(json.dumps(_json_safe(d), allow_nan=False))
+    else:
+        click.echo(f"{file}: shape {tuple(x.shape)}, {x.dtype}, softmax over axis {ax}, "
+                   f"target {target}: {s.samples:,} rows" +
+                   (f", {s.skipped:,} skipped (NaN/+inf or no finite logit)" if s.skipped else ""))
+        click.echo("\n".join(repr(s).split("\n")[1:]))
 
-    argv = sys.argv[1:] if argv is None else argv
-    rng = np.random.default_rng(0)
-    for d_k in (1, 64, 4096):
-        x = (rng.standard_normal((20000, 64)) * np.sqrt(d_k)).astype(np.float32)
-        s = fs.summarize(x)
-        print(f"unscaled dot products, d_k={d_k}: median jac_diag_max = "
-              f"{s['jac_diag_max'].median:.3g}, fraction below 1e-6 = "
-              f"{s['jac_diag_max'].fraction_below(1e-6):.3f}")
-    return 0
+
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (list, dict)):
+        try:
+            obj = obj.item()
+        except (TypeError, ValueError):
+            pass
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    return obj
+
+
+def _load_npy(path, what):
+    import numpy as np
+    if not os.path.exists(path):
+        _fail(f"{what} {path}: no such file")
+    if os.path.isdir(path):
+        _fail(f"{what} {path}: is a directory")
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        _fail(f"{what} {path}: not a readable .npy array ({str(e).splitlines()[0]})")
+    if not isinstance(a, np.ndarray):
+        _fail(f"{what} {path}: holds several arrays (.npz); give one .npy array")
+    return a
+
+
+# --------------------------------------------------------------------------
+# info
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def info(as_json):
+    """Versions, threads, threading layer, CPU, CUDA and the compile cache."""
+    d = collect_info()
+    if as_json:
+        click.echo(json.dumps(d, indent=1))
+        return
+    w = max(map(len, d))
+    for k, v in d.items():
+        click.echo(f"{k:<{w}}  {v}")
+
+
+def collect_info():
+    import platform
+
+    import numba
+    import numpy as np
+
+    import fastsoftmax as fs
+    from . import _cuda_guard
+    fs.softmax(np.zeros((4, 3)))          # a tiny parallel call: the threading layer starts
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        layer = "not initialised"
+    d = {"fastsoftmax": fs.__version__, "numba": numba.__version__, "numpy": np.__version__,
+         "python": platform.python_version(), "threads": numba.get_num_threads(),
+         "threading layer": layer}
+    if layer == "workqueue":
+        d["threading layer"] = ("workqueue (not safe for concurrent callers: calls are "
+                                "serialised; install an OpenMP or TBB layer)")
+    cpu, feats = _cpu_info()
+    d["cpu"] = cpu
+    d["vector width"] = feats
+    try:
+        ok = _cuda_guard.available()
+        d["cuda"] = "available" if ok else "not available: " + " ".join(
+            str(_cuda_guard.reason()).split())
+    except Exception as e:                 # a broken CUDA install must not break info
+        d["cuda"] = f"not available: {type(e).__name__}: {e}"
+    d["numba cache"] = _cache_dir()
+    return d
+
+
+def _cpu_info():
+    import numba
+    try:
+        import llvmlite.binding as llvm
+        name = numba.config.CPU_NAME or llvm.get_host_cpu_name()
+        feats = numba.config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+    except Exception as e:
+        return f"unknown ({e})", "unknown"
+    fl = set(f.lstrip("+") for f in str(feats).split(",") if f.startswith("+"))
+    if "avx512f" in fl:
+        w = 512
+    elif "avx2" in fl or "avx" in fl:
+        w = 256
+    elif {"sse2", "neon", "asimd"} & fl or name.startswith(("apple", "cortex", "neoverse")):
+        w = 128
+    else:
+        w = None
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cpu = f"{name}" + (f" ({model})" if model else "")
+    vw = (f"{w}-bit SIMD: {w // 32} float32 / {w // 64} float64 lanes" if w
+          else "unknown")
+    if "avx512f" in fl and "prefer-256-bit" in fl:
+        vw += " (LLVM prefers 256-bit vectors on this CPU)"
+    return cpu, vw
+
+
+def _cache_dir():
+    import numba
+    env = numba.config.CACHE_DIR
+    try:
+        from . import _cpu
+        path = _cpu.observe_chunk._cache._cache_path
+        return path + (" (NUMBA_CACHE_DIR)" if env else "")
+    except Exception:
+        pass
+    if env:
+        return f"{env} (NUMBA_CACHE_DIR)"
+    return "__pycache__ next to the fastsoftmax sources (or numba's user cache if read-only)"
+
+
+# --------------------------------------------------------------------------
+# entry point
+
+def main(argv=None):
+    """Console entry point; returns the exit status."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rv = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:
+        sub = getattr(getattr(e, "ctx", None), "command_path", PROG) or PROG
+        msg = " ".join(e.format_message().split())
+        click.echo(f"{sub}: error: {msg}", err=True)
+        return e.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo(f"{PROG}: interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 1
+    return rv if isinstance(rv, int) else 0

@@ -36,7 +36,7 @@ class Stat:
         n, mean, ss = self._acc.mom[c]
         n = int(n)
         std = math.sqrt(ss / (n - 1)) if n > 1 else math.nan
-        return n, (mean if n > 0 else math.nan), std
+        return n, (float(mean) if n > 0 else math.nan), std
 
     @property
     def count(self):
@@ -132,7 +132,7 @@ class Stat:
             return math.nan
         hit = np.flatnonzero(acc.thresholds == t)
         if hit.size:
-            return acc.below[self._k, hit[0]] / acc.count
+            return float(acc.below[self._k, hit[0]] / acc.count)
         if not t > 0:
             return 0.0
         h = acc.hist[self._k]

@@ -1,0 +1,214 @@
+"""PNG plots of sweeps and of ``verify`` (matplotlib, Agg canvas).
+
+Figures are built with ``matplotlib.figure.Figure`` and an Agg canvas: no
+pyplot, no global backend switch, nothing shown.  matplotlib is imported
+only when a plot is made.
+"""
+import os
+
+import numpy as np
+
+__all__ = ["plot_sweep", "verify_plots", "quantile_bands"]
+
+QCOLS = ("q0.01", "q0.1", "q0.5", "q0.9", "q0.99")
+FLOOR = 1e-300          # quantiles that underflow float64 are drawn at the floor
+
+
+def _figure(w, h, nrows=1, ncols=1):
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("plots need matplotlib: pip install 'fastsoftmax[plot]'") from None
+    fig = Figure(figsize=(w, h), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def _col(df, obs, q):
+    return np.maximum(df[f"{obs}_{q}"].to_numpy(dtype=float), FLOOR)
+
+
+def quantile_bands(ax, x, df, obs, color, label, marker="o", ls="-"):
+    """Median line with 10-90% and 1-99% bands of ``obs`` from a sweep table."""
+    q = {c: _col(df, obs, c) for c in QCOLS}
+    ax.fill_between(x, q["q0.01"], q["q0.99"], color=color, alpha=0.12, lw=0)
+    ax.fill_between(x, q["q0.1"], q["q0.9"], color=color, alpha=0.25, lw=0)
+    ax.plot(x, q["q0.5"], color=color, marker=marker, ms=4, ls=ls, label=label)
+
+
+def _level(ax, level=1e-6):
+    ax.axhline(level, color="0.4", lw=0.8, ls=":")
+    ax.annotate(f"{level:g}", (0.995, level), xycoords=("axes fraction", "data"),
+                ha="right", va="bottom", fontsize=7, color="0.3")
+
+
+def _save(fig, path):
+    fig.savefig(path, dpi=110)
+    return path
+
+
+# --------------------------------------------------------------------------
+# verify
+
+def _dk_panel(ax, dot):
+    for scaled, color, lab in ((False, "C3", "unscaled q.k"),
+                               (True, "C0", "scaled q.k / sqrt(d_k)")):
+        d = dot[(dot["scaled"] == scaled) & (dot["target"] == "argmax")].sort_values("d_k")
+        quantile_bands(ax, d["d_k"].to_numpy(float), d, "jac_diag_max", color, lab)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _level(ax)
+    ax.set_xlabel("d_k")
+    ax.set_ylabel("jac_diag_max = max_i p_i (1 - p_i)")
+    ax.set_title("Jacobian vs d_k (n=64): median, 10-90%, 1-99%", fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def _ce_panel(ax, dot):
+    # (target, color, marker, line width): sampled is drawn first and thicker
+    # so that argmax, which it follows closely when saturated, stays visible
+    styles = (("sampled", "C1", "^", 3.0), ("random", "C2", "s", 1.5), ("argmax", "C3", "o", 1.5))
+    for target, color, mk, lw in styles:
+        for scaled, ls in ((False, "-"), (True, "--")):
+            d = dot[(dot["scaled"] == scaled) & (dot["target"] == target)].sort_values("d_k")
+            if not len(d):
+                continue
+            x = d["d_k"].to_numpy(float)
+            med = _col(d, "ce_grad_target", "q0.5")
+            if not scaled and target != "random":
+                ax.fill_between(x, _col(d, "ce_grad_target", "q0.1"),
+                                _col(d, "ce_grad_target", "q0.9"), color=color, alpha=0.15,
+                                lw=0)
+            ax.plot(x, med, color=color, ls=ls, marker=mk, ms=4, lw=lw if not scaled else 1.0,
+                    alpha=0.8 if target == "sampled" else 1.0,
+                    label=f"target {target}" + (", scaled" if scaled else ", unscaled"))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _level(ax)
+    ax.set_xlabel("d_k")
+    ax.set_ylabel("cross-entropy gradient, target component 1 - p_y")
+    ax.set_title("Cross-entropy gradient vs d_k per target (median, 10-90% unscaled)",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="lower left", ncol=2)
+
+
+def _scale_panel(ax, gauss, cross=None, dk_cross=None):
+    g = gauss.sort_values("scale")
+    x = (g["scale"] / g["temperature"]).to_numpy(float)
+    quantile_bands(ax, x, g, "jac_diag_max", "C4", "Gaussian logits N(0, sigma^2)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylim(max(1e-45, ax.get_ylim()[0]), 2.0)
+    _level(ax)
+    if cross:
+        ax.axvline(cross["x"], color="C4", lw=0.8, ls="--")
+        ax.annotate(f"sigma* = {cross['x']:.3g}", (cross["x"], 1e-30), xytext=(-4, 0),
+                    textcoords="offset points", fontsize=8, color="C4", ha="right")
+    if dk_cross:
+        ax.axvline(dk_cross["x"], color="C3", lw=0.8, ls=":")
+        ax.annotate(f"unscaled q.k: sqrt(d_k*) = {dk_cross['x']:.3g}", (dk_cross["x"], 1e-36),
+                    xytext=(-4, 0), textcoords="offset points", fontsize=8, color="C3",
+                    ha="right")
+    ax.set_xlabel("sigma = scale / temperature")
+    ax.set_ylabel("jac_diag_max")
+    ax.set_title("Scale sweep (n=64): where the median falls below 1e-6", fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def _shift_panel(ax, shifted, literal):
+    s = shifted.sort_values("offset")
+    pos = np.arange(len(s))
+    quantile_bands(ax, pos, s, "jac_diag_max", "C2", "Shifted(n=64, offset, spread=1), float64")
+    jd = literal["literal"]["jac_diag_max"]
+    ax.axhline(jd, color="C1", lw=1.2, label=f"[100, 101, 99]: {jd:.4f}")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-8, 1)
+    _level(ax)
+    ax.set_xticks(pos, [f"{o:g}" for o in s["offset"]], fontsize=8)
+    ax.set_xlabel("offset added to every logit")
+    ax.set_ylabel("jac_diag_max")
+    ax.set_title("Large but close: no dependence on the offset", fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+
+
+def verify_plots(res, out):
+    """The plots of a VerifyResult into directory ``out``; returns the paths."""
+    t = res.tables
+    cl = {c.key: c for c in res.claims}
+    nums = cl["scale"].numbers if "scale" in cl else {}
+    cross, dk_cross = nums.get("gaussian_crossing"), nums.get("dk_crossing")
+    paths = []
+    fig, ax = _figure(6.4, 4.4)
+    _dk_panel(ax[0, 0], t["dotproduct"])
+    paths.append(_save(fig, os.path.join(out, "jac_vs_dk.png")))
+    fig, ax = _figure(6.4, 4.4)
+    _ce_panel(ax[0, 0], t["dotproduct"])
+    paths.append(_save(fig, os.path.join(out, "ce_grad_vs_dk.png")))
+    fig, ax = _figure(6.4, 4.4)
+    _scale_panel(ax[0, 0], t["gaussian"], cross, dk_cross)
+    paths.append(_save(fig, os.path.join(out, "scale_sweep.png")))
+    fig, ax = _figure(12, 8.4, 2, 2)
+    _dk_panel(ax[0, 0], t["dotproduct"])
+    _ce_panel(ax[0, 1], t["dotproduct"])
+    _scale_panel(ax[1, 0], t["gaussian"], cross, dk_cross)
+    _shift_panel(ax[1, 1], t["shifted"], res.literal)
+    m = res.meta
+    fig.suptitle(f"fastsoftmax verify: {m['samples']:,} logit vectors per point, seed "
+                 f"{m['seed']} (common random numbers)", fontsize=10)
+    paths.append(_save(fig, os.path.join(out, "verify.png")))
+    return paths
+
+
+# --------------------------------------------------------------------------
+# sweeps
+
+def _numeric(values):
+    return all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+               for v in values)
+
+
+def plot_sweep(df, path, grid_keys, observable="jac_diag_max", x=None):
+    """Median and quantile bands of ``observable`` against one grid key (the
+    first numeric one with several values unless ``x`` is given), one curve
+    per combination of the other grid keys.  Log axes where the values allow."""
+    col = f"{observable}_q0.5"
+    if col not in df.columns:
+        raise ValueError(f"no column {col!r}: is {observable!r} an observable?")
+    grid_keys = [k for k in grid_keys if k in df.columns]
+    if x is None:
+        multi = [k for k in grid_keys if df[k].nunique() > 1]
+        nums = [k for k in multi if _numeric(df[k].tolist())]
+        x = nums[0] if nums else (multi[0] if multi else (grid_keys[0] if grid_keys else None))
+    others = [k for k in grid_keys if k != x and df[k].nunique() > 1]
+    fig, axes = _figure(6.4, 4.4)
+    ax = axes[0, 0]
+    numeric = x is not None and _numeric(df[x].tolist())
+    groups = df.groupby(others, sort=False) if others else [((), df)]
+    for i, (key, d) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{k}={v}" for k, v in zip(others, key)) or observable
+        if x is None:
+            xs = np.arange(len(d))
+        elif numeric:
+            d = d.sort_values(x)
+            xs = d[x].to_numpy(float)
+        else:
+            xs = np.arange(len(d))
+            ax.set_xticks(xs, [str(v) for v in d[x]], fontsize=8)
+        quantile_bands(ax, xs, d, observable, f"C{i % 10}", label)
+    if numeric:
+        xv = df[x].to_numpy(float)
+        if np.all(xv > 0) and xv.max() / xv.min() >= 10:
+            ax.set_xscale("log")
+    qv = df[[f"{observable}_q{q}" for q in ("0.01", "0.99")]].to_numpy(float)
+    if np.all(qv > 0) and qv.max() / max(qv.min(), FLOOR) >= 100:
+        ax.set_yscale("log")
+    ax.set_xlabel(x or "point")
+    ax.set_ylabel(observable)
+    ax.set_title(f"{observable}: median, 10-90% and 1-99% of {int(df['samples'].iloc[0]):,} "
+                 "samples per point", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, os.fspath(path))
+

@@ -1,0 +1,308 @@
+"""fs sweep: tidy table, common random numbers, validation up front, atomic
+resumable output (a real SIGKILL mid-run, then resume)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastsoftmax as fs
+from fastsoftmax import models
+from fastsoftmax.sweep import Plan, SweepLocked, _Lock, read_table, stat_columns, sweep
+
+from conftest import subprocess_env
+
+GRID = {"d_k": [1, 256], "scaled": [False, True]}
+KW = dict(fixed={"n": 16}, samples=2000, seed=5, progress=False)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return sweep(models.DotProduct, GRID, **KW)
+
+
+def test_rows_columns_and_order(table):
+    df = table
+    assert len(df) == 4
+    assert list(df.columns[:8]) == ["d_k", "scaled", "n", "method", "temperature", "target",
+                                    "dtype", "samples"]
+    assert list(df.columns[8:-1]) == stat_columns()
+    assert df.columns[-1] == "config"
+    # first key slowest
+    assert df["d_k"].tolist() == [1, 1, 256, 256]
+    assert df["scaled"].tolist() == [False, True, False, True]
+    for c in ("jac_diag_max_mean", "jac_diag_max_q0.5", "jac_diag_max_below_1e-06",
+              "ce_grad_target_log10_mean", "entropy_sem"):
+        assert c in df.columns
+    cfg = json.loads(df["config"][2])
+    assert cfg == {"model": "dotproduct", "params": {"n": 16, "d_k": 256, "scaled": False,
+                                                     "method": "exact", "temperature": 1.0},
+                   "samples": 2000, "seed": 5, "target": "argmax", "dtype": "float32",
+                   "thresholds": [1e-3, 1e-6, 1e-9]}
+
+
+def test_points_equal_direct_simulate(table):
+    for i, row in table.iterrows():
+        m = models.DotProduct(n=16, d_k=int(row["d_k"]), scaled=bool(row["scaled"]))
+        s = fs.simulate(m, 2000, seed=5)
+        assert row["samples"] == s.samples
+        for name in s.keys():
+            for k, v in s[name].to_dict().items():
+                got = row[f"{name}_{k}"]
+                assert got == v or (np.isnan(got) and np.isnan(v)), (i, name, k)
+
+
+def test_common_random_numbers(table):
+    # d_k=1: scaled and unscaled are the same logits, hence identical rows
+    a, b = table.iloc[0], table.iloc[1]
+    cols = stat_columns()
+    assert a[cols].tolist() == b[cols].tolist()
+
+
+def test_name_factory_and_callable():
+    a = sweep("gaussian", {"scale": [1.0, 8.0]}, fixed={"n": 8}, samples=500, progress=False)
+
+    def my_model(scale, n=8):
+        return models.Gaussian(n=n, scale=scale)
+
+    b = sweep(my_model, {"scale": [1.0, 8.0]}, samples=500, progress=False)
+    cols = stat_columns()
+    pd.testing.assert_frame_equal(a[cols], b[cols], check_exact=True)
+
+    def by_sigma(sigma):                  # a grid key that is not a model parameter
+        return models.Gaussian(n=8, scale=sigma)
+
+    c = sweep(by_sigma, {"sigma": [1.0, 8.0]}, samples=500, progress=False)
+    assert c.columns[0] == "sigma" and c["scale"].tolist() == [1.0, 8.0]
+    pd.testing.assert_frame_equal(a[cols], c[cols], check_exact=True)
+
+
+def test_target_dtype_thresholds():
+    df = sweep(models.Shifted, {"offset": [0.0, 1e6]}, fixed={"n": 8}, samples=1000,
+               target="random", dtype="float64", thresholds=(0.5,), progress=False)
+    assert df["target"].tolist() == ["random"] * 2 and df["dtype"].tolist() == ["float64"] * 2
+    assert "ce_grad_target_below_0.5" in df.columns
+    assert "ce_grad_target_below_1e-06" not in df.columns
+    s = fs.simulate(models.Shifted(n=8, offset=1e6), 1000, target="random", dtype="float64",
+                    thresholds=(0.5,))
+    assert df["ce_grad_target_below_0.5"][1] == s["ce_grad_target"].fraction_below(0.5)
+
+
+class Bar:
+    def __init__(self):
+        self.n = 0
+
+    def update(self, k):
+        self.n += k
+
+
+def test_progress_object():
+    bar = Bar()
+    sweep(models.Gaussian, {"scale": [1.0, 2.0, 3.0]}, fixed={"n": 4}, samples=300,
+          progress=bar)
+    assert bar.n == 900
+
+
+# --------------------------------------------------------------------------
+# validation before anything runs
+
+@pytest.mark.parametrize("grid, fixed, exc, match", [
+    ({"dk": [1]}, {"n": 4}, ValueError, "unknown parameter 'dk'.*did you mean 'd_k'"),
+    ({"d_k": []}, {"n": 4}, ValueError, "empty"),
+    ({"d_k": 16}, {"n": 4}, TypeError, "list of values"),
+    ({"d_k": "16"}, {"n": 4}, TypeError, "list of values"),
+    ({"d_k": [16, 0]}, {"n": 4}, ValueError, "d_k=0.*d_k must be >= 1"),
+    ({"d_k": [16, 2.5]}, {"n": 4}, TypeError, "d_k=2.5"),
+    ({"d_k": [16], "scaled": ["yes"]}, {"n": 4}, TypeError, "scaled"),
+    ({"d_k": [16, 16]}, {"n": 4}, ValueError, "same model"),
+    ({"d_k": [16]}, {"n": 4, "d_k": 3}, ValueError, "both in grid and in fixed"),
+    ({"d_k": [16]}, {}, TypeError, "needs parameter.*n"),
+    ({"d_k": [16]}, {"n": -1}, ValueError, "n must be >= 1"),
+    ({"d_k": [16]}, {"n": 4, "method": "fast"}, ValueError, "method"),
+    ({"d_k": [16]}, {"n": 4, "temperature": float("nan")}, ValueError, "temperature"),
+])
+def test_bad_grid(tmp_path, grid, fixed, exc, match):
+    out = tmp_path / "s.csv"
+    with pytest.raises(exc, match=match):
+        sweep(models.DotProduct, grid, fixed=fixed, samples=100, out=out, progress=False)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(samples=0), ValueError, "samples"),
+    (dict(samples=-5), ValueError, "samples"),
+    (dict(samples=1.5), TypeError, "samples"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(target="best"), ValueError, "target"),
+    (dict(target=4), ValueError, "out of range"),
+    (dict(dtype="float16"), TypeError, "dtype"),
+    (dict(thresholds=(0.0,)), ValueError, "thresholds"),
+    (dict(backend="gpu"), ValueError, "backend"),
+    (dict(out="s.txt"), ValueError, r"\.csv or \.parquet"),
+    (dict(out="nodir/s.csv"), FileNotFoundError, "does not exist"),
+])
+def test_bad_arguments(tmp_path, monkeypatch, kw, exc, match):
+    monkeypatch.chdir(tmp_path)
+    args = dict(samples=100, progress=False)
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        sweep(models.DotProduct, {"d_k": [1]}, fixed={"n": 4}, **args)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_factory():
+    with pytest.raises(ValueError, match="unknown model 'dot'"):
+        sweep("dot", {"d_k": [1]}, samples=10, progress=False)
+    with pytest.raises(TypeError, match="model_factory"):
+        sweep(42, {"d_k": [1]}, samples=10, progress=False)
+    with pytest.raises(TypeError, match="grid must be a dict"):
+        sweep("dotproduct", [("d_k", [1])], samples=10, progress=False)
+
+
+def test_validation_happens_before_the_first_point(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fs.api, "simulate", lambda *a, **k: calls.append(a))
+    with pytest.raises(ValueError):
+        sweep(models.DotProduct, {"d_k": [1, 2, 0]}, fixed={"n": 4}, samples=10,
+              progress=False)
+    assert calls == []
+
+
+# --------------------------------------------------------------------------
+# output files and resume
+
+@pytest.mark.parametrize("ext", ["csv", "parquet"])
+def test_out_roundtrip_and_resume(tmp_path, table, ext):
+    out = tmp_path / f"s.{ext}"
+    df = sweep(models.DotProduct, GRID, out=out, **KW)
+    pd.testing.assert_frame_equal(df, table, check_exact=True)
+    pd.testing.assert_frame_equal(read_table(str(out)), table, check_exact=True)
+    with pytest.raises(FileExistsError, match="resume"):
+        sweep(models.DotProduct, GRID, out=out, **KW)
+    # everything done: nothing recomputed, same table
+    p = Plan(models.DotProduct, GRID, out=out, resume=True,
+             **{k: v for k, v in KW.items() if k != "progress"})
+    assert p.todo == []
+    pd.testing.assert_frame_equal(p.run(progress=False), table, check_exact=True)
+    assert sorted(os.listdir(tmp_path)) == [f"s.{ext}"]       # no tmp or lock left
+
+
+def test_resume_extends_grid_and_keeps_other_rows(tmp_path, table):
+    out = tmp_path / "s.csv"
+    sweep(models.DotProduct, {"d_k": [1], "scaled": [False, True]}, out=out, **KW)
+    p = Plan(models.DotProduct, GRID, out=out, resume=True, fixed={"n": 16}, samples=2000,
+             seed=5)
+    assert len(p.todo) == 2
+    pd.testing.assert_frame_equal(p.run(progress=False), table, check_exact=True)
+    # a smaller grid later: its rows, and the file keeps all four
+    small = sweep(models.DotProduct, {"d_k": [256], "scaled": [True]}, out=out, resume=True,
+                  **KW)
+    pd.testing.assert_frame_equal(small, table.iloc[[3]].reset_index(drop=True),
+                                  check_exact=True)
+    assert len(read_table(str(out))) == 4
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(samples=1000), "samples=2000 there, 1000 here"),
+    (dict(seed=6), "seed"),
+    (dict(target="random"), "target"),
+    (dict(dtype="float64"), "dtype"),
+])
+def test_resume_refuses_another_configuration(tmp_path, change, match):
+    out = tmp_path / "s.csv"
+    sweep(models.DotProduct, {"d_k": [1]}, out=out, **KW)
+    kw = dict(KW)
+    kw.update(change)
+    with pytest.raises(ValueError, match=match):
+        sweep(models.DotProduct, {"d_k": [1]}, out=out, resume=True, **kw)
+
+
+def test_resume_refuses_a_foreign_file(tmp_path):
+    out = tmp_path / "s.csv"
+    pd.DataFrame({"a": [1]}).to_csv(out, index=False)
+    with pytest.raises(ValueError, match="different sweep"):
+        sweep(models.DotProduct, {"d_k": [1]}, out=out, resume=True, **KW)
+    sweep(models.Gaussian, {"scale": [1.0]}, fixed={"n": 16}, samples=100, out=tmp_path / "g.csv",
+          progress=False)
+    with pytest.raises(ValueError, match="different sweep|another configuration"):
+        sweep(models.DotProduct, {"d_k": [1]}, fixed={"n": 16}, samples=100,
+              out=tmp_path / "g.csv", resume=True, progress=False)
+
+
+def test_lock_refuses_a_second_writer(tmp_path):
+    out = tmp_path / "s.csv"
+    lock = _Lock(str(out))
+    lock.acquire()
+    try:
+        with pytest.raises(SweepLocked, match="another sweep"):
+            sweep(models.DotProduct, {"d_k": [1]}, out=out, **KW)
+    finally:
+        lock.release()
+    sweep(models.DotProduct, {"d_k": [1]}, out=out, **KW)
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    import fastsoftmax as fs
+    from fastsoftmax.sweep import sweep
+    sweep(fs.models.Gaussian, {"scale": [float(s) for s in range(1, 11)]}, fixed={"n": 64},
+          samples=int(sys.argv[2]), seed=11, out=sys.argv[1], progress=False)
+""")
+KILL_SAMPLES = 150_000
+
+
+@pytest.mark.parametrize("ext", ["csv", "parquet"])
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, ext):
+    out = tmp_path / f"kill.{ext}"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(out), str(KILL_SAMPLES)],
+                            env=subprocess_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        rows = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists():
+                rows = len(read_table(str(out)))
+                if rows >= 1:
+                    break
+            time.sleep(0.01)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    partial = read_table(str(out))            # readable: never torn
+    assert 1 <= len(partial) < 10
+    grid = {"scale": [float(s) for s in range(1, 11)]}
+    kw = dict(fixed={"n": 64}, samples=KILL_SAMPLES, seed=11, progress=False)
+    full = sweep(models.Gaussian, grid, **kw)
+    # what the killed run wrote is exactly the first rows, no duplicate
+    pd.testing.assert_frame_equal(partial, full.iloc[:len(partial)], check_exact=True)
+    resumed = sweep(models.Gaussian, grid, out=out, resume=True, **kw)
+    pd.testing.assert_frame_equal(resumed, full, check_exact=True)
+    pd.testing.assert_frame_equal(read_table(str(out)), full, check_exact=True)
+    # stale temporary file of the killed writer (if any) cleaned up by the resume
+    assert sorted(os.listdir(tmp_path)) == [out.name]
+
+
+def test_dask_client_is_passed_through(monkeypatch):
+    seen = []
+    real = fs.api.simulate
+
+    def spy(*a, client=None, **k):
+        seen.append(client)
+        return real(*a, **k)
+
+    monkeypatch.setattr(fs.api, "simulate", spy)
+    marker = object()
+    sweep(models.Gaussian, {"scale": [1.0, 2.0]}, fixed={"n": 4}, samples=100,
+          progress=False, client=marker)
+    assert seen == [marker, marker]

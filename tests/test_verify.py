@@ -1,0 +1,243 @@
+"""verify: criteria (pure functions) both ways, estimates, and a tiny run."""
+import gzip
+import json
+import math
+
+import numpy as np
+import pytest
+
+import fastsoftmax as fs
+from fastsoftmax import verify as V
+from fastsoftmax.verify import FAILS, HOLDS, INCONCLUSIVE, Est
+
+
+def E(value, se=0.0):
+    return Est.normal(value, se)
+
+
+# --------------------------------------------------------------------------
+# the building blocks, on numbers
+
+@pytest.mark.parametrize("fn, args, want", [
+    (V.below, (E(1e-8, 1e-9), 1e-6), HOLDS),
+    (V.below, (E(1e-3, 1e-5), 1e-6), FAILS),
+    (V.below, (E(1e-6, 1e-6), 1e-6), INCONCLUSIVE),
+    (V.above, (E(0.99, 0.001), 0.9), HOLDS),
+    (V.above, (E(0.5, 0.01), 0.9), FAILS),
+    (V.above, (E(0.9, 0.1), 0.9), INCONCLUSIVE),
+    (V.ratio_below, (E(1e-8, 1e-9), E(0.05, 0.001), 1e-3), HOLDS),
+    (V.ratio_below, (E(0.04, 0.001), E(0.05, 0.001), 1e-3), FAILS),
+    (V.ratio_below, (E(5e-5, 2e-5), E(0.05, 0.001), 1e-3), INCONCLUSIVE),
+    (V.drop, (E(-1.2, 0.01), E(-10.5, 0.05), 3.0), HOLDS),
+    (V.drop, (E(-1.2, 0.01), E(-1.3, 0.01), 3.0), FAILS),
+    (V.drop, (E(-1.2, 0.5), E(-4.2, 0.5), 3.0), INCONCLUSIVE),
+    (V.within_factor, (E(0.087, 0.001), E(0.054, 0.001), 2.0), HOLDS),
+    (V.within_factor, (E(1e-8, 1e-9), E(0.054, 0.001), 2.0), FAILS),
+    (V.within_factor, (E(0.1, 0.02), E(0.054, 0.001), 2.0), INCONCLUSIVE),
+    (V.close, (E(-1.05, 0.001), E(-1.25, 0.001), 0.3), HOLDS),
+    (V.close, (E(-10.5, 0.01), E(-1.25, 0.001), 0.3), FAILS),
+    (V.close, (E(-1.0, 0.05), E(-1.25, 0.001), 0.3), INCONCLUSIVE),
+    (V.near, (E(1.414, 0.001), math.sqrt(2), 0.05), HOLDS),
+    (V.near, (E(0.5, 0.001), math.sqrt(2), 0.05), FAILS),
+    (V.near, (E(1.45, 0.02), math.sqrt(2), 0.05), INCONCLUSIVE),
+    (V.same, (E(0.0937, 1e-4), E(0.0937 + 1e-12, 1e-4)), HOLDS),
+    (V.same, (E(0.0937, 1e-4), E(0.0947, 1e-4)), FAILS),
+])
+def test_building_blocks(fn, args, want):
+    c = fn(*args)
+    assert c.verdict == want, c
+    assert isinstance(c.text, str) and c.text
+
+
+def test_all_of():
+    h, f, i = V.Check(HOLDS, ""), V.Check(FAILS, ""), V.Check(INCONCLUSIVE, "")
+    assert V.all_of([h, h]) == HOLDS
+    assert V.all_of([h, i]) == INCONCLUSIVE
+    assert V.all_of([h, i, f]) == FAILS
+
+
+def M(median, mean, log10_mean, below, se=1e-4):
+    return dict(median=E(median, se * median), mean=E(mean, se), log10_mean=E(log10_mean, se),
+                below=E(below, se))
+
+
+def test_judge_saturation_both_ways():
+    small = M(0.054, 0.0756, -1.248, 0.0)
+    saturated = M(1.6e-8, 0.018, -10.55, 0.59)
+    assert V.all_of(V.judge_saturation(small, saturated)) == HOLDS
+    flat = M(0.087, 0.0937, -1.05, 0.0)
+    assert V.all_of(V.judge_saturation(small, flat)) == FAILS
+    # a mild fall (median 10x, log10-mean by 1) is not saturation
+    mild = M(0.0054, 0.05, -2.2, 0.01)
+    assert V.all_of(V.judge_saturation(small, mild)) == FAILS
+
+
+def test_judge_flat_both_ways():
+    ref = M(0.054, 0.0756, -1.248, 0.0)
+    ok = [M(0.077, 0.088, -1.11, 0.0), M(0.087, 0.0937, -1.05, 0.0)]
+    assert V.all_of(V.judge_flat(ref, ok)) == HOLDS
+    bad = ok + [M(1.6e-8, 0.018, -10.55, 0.59)]
+    assert V.all_of(V.judge_flat(ref, bad)) == FAILS
+
+
+def test_judge_literal_both_ways():
+    x = np.array([100.0, 101.0, 99.0])
+    a = float(fs.observables(x[None])["jac_diag_max"][0])
+    b = float(fs.observables((x - 100)[None])["jac_diag_max"][0])
+    assert V.all_of(V.judge_literal(a, b)) == HOLDS
+    far = float(fs.observables((10 * x)[None])["jac_diag_max"][0])     # [1000, 1010, 990]
+    assert V.all_of(V.judge_literal(far, far)) == FAILS
+    assert V.all_of(V.judge_literal(a, a * (1 + 1e-9))) == FAILS
+
+
+def _shift_m(mean, log10_mean, median=0.087, below=0.0, se=1e-4):
+    d = {"jac_diag_max": dict(mean=E(mean, se), log10_mean=E(log10_mean, se))}
+    d["jac"] = M(median, mean, log10_mean, below)
+    return d
+
+
+def test_judge_shift_both_ways():
+    ref = _shift_m(0.0937, -1.05)
+    same = [_shift_m(0.0937 + 1e-12, -1.05 + 1e-12) for _ in range(3)]
+    assert V.all_of(V.judge_shift(ref, same)) == HOLDS
+    moved = same + [_shift_m(0.0950, -1.04)]          # 6.5 SE away
+    assert V.all_of(V.judge_shift(ref, moved)) == FAILS
+    vanishing = [_shift_m(0.0937, -1.05, median=1e-8, below=0.6)]
+    assert V.all_of(V.judge_shift(_shift_m(0.0937, -1.05, 1e-8, 0.6), vanishing)) == FAILS
+
+
+def test_judge_ce_both_ways():
+    small = M(0.93, 0.90, -0.05, 0.0)
+    assert V.all_of(V.judge_ce_right(small, M(1.6e-8, 0.025, -10.5, 0.59))) == HOLDS
+    assert V.all_of(V.judge_ce_right(small, M(0.9, 0.89, -0.05, 0.0))) == FAILS
+    wrong = M(0.991, 0.984, -0.007, 0.0)
+    assert V.all_of(V.judge_ce_wrong(wrong, E(1.4142, 0.001))) == HOLDS
+    assert V.all_of(V.judge_ce_wrong(M(1.6e-8, 0.02, -10.5, 0.6), E(2e-8, 1e-9))) == FAILS
+
+
+def test_crossing_and_scale():
+    xs = [1.0, 2.0, 4.0, 8.0]
+    ests = [E(0.1, 1e-4), E(1e-3, 1e-6), E(1e-5, 1e-8), E(1e-9, 1e-12)]
+    c = V.crossing(xs, ests)
+    # log10 from -5 to -9 between x = 4 and 8: -6 at x = 5
+    assert c["x_lo"] == 4.0 and c["x_hi"] == 8.0 and c["x"] == pytest.approx(5.0)
+    assert c["significant"]
+    assert V.crossing(xs, [E(0.1, 1e-4)] * 4) is None
+    same = dict(c)
+    assert V.all_of(V.judge_scale(c, same)) == HOLDS
+    off = dict(c, x=c["x"] * 1.5)
+    assert V.all_of(V.judge_scale(c, off)) == FAILS
+    assert V.all_of(V.judge_scale(None, c)) == FAILS
+    weak = V.crossing(xs, [E(0.1, 1e-4), E(1e-3, 1e-6), E(1.1e-6, 1e-6), E(0.9e-6, 1e-6)])
+    assert not weak["significant"]
+    assert V.all_of(V.judge_scale(weak, weak)) == INCONCLUSIVE
+
+
+# --------------------------------------------------------------------------
+# estimates and criteria on synthetic Summaries
+
+def _rows(gap, rows=4000, n=8, seed=0):
+    """Logit rows whose top-2 gap is about ``gap`` (jac_diag_max ~ exp(-gap))."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, n))
+    x[:, 0] = x.max(axis=1) + gap + rng.random(rows)
+    return x
+
+
+def test_measures_on_synthetic_summaries():
+    # 20000 rows: none below 1e-6 shows a fraction < 1e-3 beyond 4 SE (Wilson)
+    healthy = fs.summarize(_rows(0.0, rows=20000))["jac_diag_max"]
+    saturated = fs.summarize(_rows(30.0))["jac_diag_max"]     # ~ 1e-13
+    mh, ms = V.measures(healthy), V.measures(saturated)
+    for m in (mh, ms):
+        e = m["median"]
+        assert e.lo <= e.value <= e.hi and e.se > 0
+    assert ms["below"].value == 1.0 and mh["below"].value == 0.0
+    assert V.all_of(V.judge_saturation(mh, ms)) == HOLDS
+    assert V.all_of(V.judge_saturation(ms, mh)) == FAILS
+    assert V.all_of(V.judge_flat(mh, [mh])) == HOLDS
+    assert V.all_of(V.judge_flat(mh, [ms])) == FAILS
+
+
+def test_est_quantile_brackets_the_exact_median():
+    x = _rows(1.0, rows=20000)
+    stat = fs.summarize(x)["jac_diag_max"]
+    exact = np.median(fs.observables(x)["jac_diag_max"])
+    e = V.est_quantile(stat, 0.5)
+    assert e.lo <= exact <= e.hi
+    assert e.value == pytest.approx(exact, rel=0.011)
+
+
+def test_est_fraction():
+    e = V.est_fraction(0.0, 1000)
+    assert e.value == 0 and e.lo == 0 and 0 < e.hi < 0.02
+    e = V.est_fraction(0.5, 10000)
+    assert e.se == pytest.approx(0.005) and e.lo < 0.5 < e.hi
+
+
+# --------------------------------------------------------------------------
+# a tiny run
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("verify")
+    return V.run(samples=2000, seed=3, backend="cpu", out=out, progress=False), out
+
+
+def test_run_structure(tiny):
+    res, out = tiny
+    assert [c.key for c in res.claims] == ["paper", "fix", "literal", "offset", "ce_right",
+                                           "ce_wrong", "scale"]
+    assert set(res.verdicts.values()) <= {HOLDS, FAILS, INCONCLUSIVE}
+    # exact checks do not depend on the sample count
+    assert res.verdicts["literal"] == HOLDS
+    assert res.meta["samples"] == 2000 and res.meta["seed"] == 3
+    dot = res.tables["dotproduct"]
+    assert len(dot) == len(V.D_K) * 2 * len(V.TARGETS)
+    assert set(dot["target"]) == set(V.TARGETS)
+    d = json.loads(res.to_json())            # strict JSON (no NaN)
+    assert d["claims"][0]["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
+    report = res.report()
+    assert "verdict" in report and "[100, 101, 99]" in report
+    lit = res.literal["literal"]
+    p = fs.softmax(np.array(V.LITERAL))
+    assert lit["p"] == p.tolist()
+    np.testing.assert_array_equal(lit["jacobian"], np.diag(p) - np.outer(p, p))
+
+
+def test_run_points_use_common_random_numbers(tiny):
+    res, _ = tiny
+    # d_k=1: scaled and unscaled are the same model, so the same numbers
+    s = {p["scaled"]: s for p, s in res.summaries["dotproduct"]
+         if p["d_k"] == 1 and p["target"] == "argmax"}
+    assert s[True]["jac_diag_max"].to_dict() == s[False]["jac_diag_max"].to_dict()
+    direct = fs.simulate(fs.models.DotProduct(n=64, d_k=256, scaled=False), 2000, seed=3)
+    got = [s for p, s in res.summaries["dotproduct"]
+           if p["d_k"] == 256 and not p["scaled"] and p["target"] == "argmax"][0]
+    assert got["jac_diag_max"].to_dict() == direct["jac_diag_max"].to_dict()
+
+
+def test_run_files(tiny):
+    _, out = tiny
+    names = {p.name for p in out.iterdir()}
+    for t in ("dotproduct", "shifted", "gaussian", "literal", "verdicts"):
+        assert f"{t}.csv" in names and f"{t}.parquet" in names
+    for png in ("jac_vs_dk.png", "ce_grad_vs_dk.png", "scale_sweep.png", "verify.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    d = json.loads((out / "summary.json").read_text())
+    assert [c["key"] for c in d["claims"]][0] == "paper"
+    with gzip.open(out / "summaries.json.gz", "rt") as f:
+        d = json.load(f)
+    s = fs.Summary.from_dict(d["shifted"][0]["summary"])
+    assert s.samples == 2000 and d["shifted"][0]["point"]["offset"] == 0.0
+
+
+def test_run_rejects_bad_arguments(tmp_path):
+    with pytest.raises(ValueError):
+        V.run(samples=0, progress=False)
+    with pytest.raises(ValueError):
+        V.run(samples=10, backend="gpu", progress=False)
+    f = tmp_path / "file"
+    f.write_text("")
+    with pytest.raises(NotADirectoryError):
+        V.run(samples=10, out=f, progress=False)
