@@ -626,5 +626,9 @@ def test_cuda_ptx_compiles(tmp_path):
         print("PTX", ty, len(ptx))
     """
     r = _run(code, {}, tmp_path)
+    if r.returncode != 0 and "DynamicLibNotFoundError" in r.stderr:
+        # NVVM imports but the CUDA toolkit libraries (NVRTC) are absent: the
+        # PTX path cannot run on this machine at all
+        pytest.skip("CUDA toolkit libraries (NVRTC) not installed")
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("PTX") == 2
