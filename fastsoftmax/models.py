@@ -65,8 +65,35 @@ def _check_float(name, v, positive=False, nonneg=False):
     return v
 
 
+def _N(name, v):
+    return _check_int(name, v, 1)
+
+
+def _REAL(name, v):
+    return _check_float(name, v)
+
+
+def _NONNEG(name, v):
+    return _check_float(name, v, nonneg=True)
+
+
+def _POSITIVE(name, v):
+    return _check_float(name, v, positive=True)
+
+
+def _affine(a, b, temperature):
+    """x = (a + b z) / temperature as the kernels' (code, parameters)."""
+    return GEN_AFFINE, np.array([a / temperature, b / temperature, 0.0])
+
+
 class _Model:
     name = "model"
+    # field -> validator, applied (and the value normalised) at construction
+    _checks = {}
+
+    def __post_init__(self):
+        for field_name, check in self._checks.items():
+            object.__setattr__(self, field_name, check(field_name, getattr(self, field_name)))
 
     @property
     def params(self):
@@ -88,17 +115,10 @@ class Gaussian(_Model):
     mean: float = 0.0
     temperature: float = 1.0
     name = "gaussian"
-
-    def __post_init__(self):
-        object.__setattr__(self, "n", _check_int("n", self.n, 1))
-        object.__setattr__(self, "scale", _check_float("scale", self.scale, nonneg=True))
-        object.__setattr__(self, "mean", _check_float("mean", self.mean))
-        object.__setattr__(self, "temperature",
-                           _check_float("temperature", self.temperature, positive=True))
+    _checks = dict(n=_N, scale=_NONNEG, mean=_REAL, temperature=_POSITIVE)
 
     def _gen(self):
-        t = self.temperature
-        return GEN_AFFINE, np.array([self.mean / t, self.scale / t, 0.0])
+        return _affine(self.mean, self.scale, self.temperature)
 
 
 @dataclass(frozen=True)
@@ -109,17 +129,10 @@ class Shifted(_Model):
     spread: float = 1.0
     temperature: float = 1.0
     name = "shifted"
-
-    def __post_init__(self):
-        object.__setattr__(self, "n", _check_int("n", self.n, 1))
-        object.__setattr__(self, "offset", _check_float("offset", self.offset))
-        object.__setattr__(self, "spread", _check_float("spread", self.spread, nonneg=True))
-        object.__setattr__(self, "temperature",
-                           _check_float("temperature", self.temperature, positive=True))
+    _checks = dict(n=_N, offset=_REAL, spread=_NONNEG, temperature=_POSITIVE)
 
     def _gen(self):
-        t = self.temperature
-        return GEN_AFFINE, np.array([self.offset / t, self.spread / t, 0.0])
+        return _affine(self.offset, self.spread, self.temperature)
 
 
 @dataclass(frozen=True)
@@ -132,16 +145,15 @@ class DotProduct(_Model):
     temperature: float = 1.0
     name = "dotproduct"
 
+    _checks = dict(n=_N, d_k=_N, temperature=_POSITIVE)
+
     def __post_init__(self):
-        object.__setattr__(self, "n", _check_int("n", self.n, 1))
-        object.__setattr__(self, "d_k", _check_int("d_k", self.d_k, 1))
+        super().__post_init__()
         if not isinstance(self.scaled, (bool, np.bool_)):
             raise TypeError(f"scaled must be True or False, got {self.scaled!r}")
         object.__setattr__(self, "scaled", bool(self.scaled))
         if self.method not in ("exact", "explicit"):
             raise ValueError(f"method must be 'exact' or 'explicit', got {self.method!r}")
-        object.__setattr__(self, "temperature",
-                           _check_float("temperature", self.temperature, positive=True))
         if self.method == "explicit" and self.n * self.d_k > 2 ** 34:
             raise ValueError("explicit DotProduct needs n * d_k <= 2**34 per row")
 
