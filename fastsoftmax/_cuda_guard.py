@@ -9,6 +9,8 @@ def _probe():
         from . import _cuda
     except ImportError as e:
         return False, f"numba-cuda is not installed ({e}); pip install 'fastsoftmax[cuda]'"
+    except Exception as e:    # a broken CUDA install must not break backend="auto"
+        return False, f"numba.cuda failed to import: {type(e).__name__}: {e}"
     return _cuda.probe()
 
 

@@ -168,6 +168,12 @@ def _chunk(x2, r0, r1, cdt):
 # softmax / log_softmax
 
 def _softmax_impl(x, axis, log):
+    if hasattr(x, "__cuda_array_interface__"):
+        # a device array stays on the device
+        from . import _cuda_guard
+        _cuda_guard.require()
+        from . import _cuda
+        return _cuda.softmax(x, axis, log)
     x, cdt, odt = _as_float_array(x)
     axes = _normalize_axis(axis, x.ndim)
     if x.size == 0:
@@ -203,6 +209,8 @@ def softmax(x, axis=-1):
     float32/float64 are kept, float16 is computed in float32 and returned as
     float16, integers are promoted to float64.  -inf entries are masks
     (probability exactly 0).  Rows containing NaN or +inf give NaN.
+    A CUDA device array (numba, CuPy, PyTorch) is computed on its GPU and
+    returned as the same kind of array.
     """
     return _softmax_impl(x, axis, False)
 
@@ -298,6 +306,10 @@ def summarize(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS
         if backend not in ("auto", "cuda"):
             raise ValueError(f"x is a CUDA device array; backend={backend!r} cannot read it")
         backend = "cuda"
+    elif backend == "auto":
+        # a host array is read once: copying it to a GPU costs as much as the
+        # CPU kernel, so "auto" keeps host arrays on the CPU
+        backend = "cpu"
     be = resolve_backend(backend)
     if be == "cuda":
         from . import _cuda
@@ -514,7 +526,12 @@ def simulate(model, samples, *, seed=0, target="argmax",
     ymode, yfix = _mc_target(target, model.n)
     if chunk is not None:
         chunk = _check_samples(chunk)
-    be = resolve_backend(backend)
+    if client is not None:
+        # the workers' GPUs decide, not this machine's
+        from . import _dask
+        be = _dask.resolve_backend(client, backend)
+    else:
+        be = resolve_backend(backend)
     config = mc_config(model, samples, seed, target, dt, be, thr)
     bar = _progress_bar(progress, samples)
     try:

@@ -224,7 +224,7 @@ def _check_backend(backend):
               help="Run on a Dask cluster (tcp://host:8786).")
 @click.option("--workers", type=Count(), default=None,
               help="Run on a local Dask cluster of N single-threaded workers.")
-@click.option("--connect-timeout", type=float, default=30.0, show_default=True,
+@click.option("--connect-timeout", type=float, default=5.0, show_default=True,
               metavar="SECONDS", help="How long to wait for --scheduler.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON records.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no table.")
@@ -337,7 +337,7 @@ def _require_module(module, option, extra):
 class _dask_client:
     """Context manager: a distributed.Client for --scheduler/--workers, else None."""
 
-    def __init__(self, scheduler, workers, timeout=30.0):
+    def __init__(self, scheduler, workers, timeout=5.0):
         self.scheduler, self.workers, self.timeout = scheduler, workers, timeout
         self.client = self.cluster = None
 
@@ -350,14 +350,15 @@ class _dask_client:
         except ImportError:
             _fail(f"{opt} needs dask.distributed: pip install 'fastsoftmax[dask]'")
         if self.scheduler is not None:
+            from ._dask import connect
             try:
-                self.client = distributed.Client(self.scheduler, timeout=f"{self.timeout}s")
-            except (OSError, TimeoutError, ValueError) as e:
-                _fail(f"--scheduler {self.scheduler}: cannot connect ({e})")
+                self.client = connect(self.scheduler, timeout=f"{self.timeout}s")
+            except ValueError as e:
+                _fail(f"--scheduler: {e}")
         else:
             self.cluster = distributed.LocalCluster(n_workers=self.workers,
                                                     threads_per_worker=1,
-                                                    dashboard_address=None)
+                                                    dashboard_address=":0")
             self.client = distributed.Client(self.cluster)
         return self.client
 

@@ -1,0 +1,588 @@
+"""CUDA backend (fastsoftmax/_cuda.py) without a GPU.
+
+* Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, which must be set
+  before ``numba.cuda`` is first imported, hence a child interpreter: this file
+  run as a script): the CUDA Summary agrees with the CPU one on the same seed /
+  array -- counts, infinite counts, threshold counts and sketch bins exactly,
+  min/max and means to 1e-6 -- for every model and target, -inf masks, ties,
+  n = 1, bad rows, large gaps and subnormals, device arrays of several layouts,
+  and softmax of device arrays.  Threads per block are patched down to 32/64
+  and the row-block size down, so a few hundred rows span many tiles,
+  row-blocks, launches and segments; every tile-reduction regime runs (row-blocks
+  longer than a tile, several per tile merged, several per tile written
+  directly), a thread per row and groups of 2 to 16 threads per row.
+* Without the simulator: ``backend="cuda"`` raises a clear RuntimeError when no
+  GPU is usable and ``backend="auto"`` falls back to the CPU.
+* When NVVM is installed (numba-cuda's compiler, no GPU needed): the real
+  kernels compile for sm_90, and their PTX has no fast-math instructions.
+
+Everything skips cleanly when numba.cuda cannot be imported.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CHILD_TIMEOUT = 600
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def _run_child(mode, **env):
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), mode],
+                       capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=_env(**env))
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode != 0 or not lines:
+        raise AssertionError(f"child '{mode}' failed (rc {p.returncode}):\n"
+                             f"{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+# ==========================================================================
+# child side (runs as a script, numba.cuda imported here only)
+
+def _patch(tpb=32, vpt=4, grid=3, block_logits=None, launch_logits=1 << 10):
+    from fastsoftmax import _config, _cuda
+    _cuda.THREADS_PER_BLOCK = tpb
+    _cuda.VALUES_PER_THREAD = vpt
+    _cuda.MAX_GRID = grid
+    _cuda.LAUNCH_LOGITS = launch_logits
+    _config.BLOCK_LOGITS = block_logits if block_logits else 1 << 16
+
+
+def _make_x(rows, n, dtype, seed=0, scale=8.0):
+    x = np.random.default_rng(seed).normal(size=(rows, n)) * scale
+    if n > 1:
+        x[::7, min(3, n - 1)] = -np.inf          # masks
+        x[5, :] = -np.inf
+        x[5, 1] = 0.0                            # a single finite logit
+    x[::11, :] = 2.0                             # full ties
+    return x.astype(dtype)
+
+
+def _sim_pair(model, samples, **kw):
+    import fastsoftmax as fs
+    a = fs.simulate(model, samples, backend="cpu", **kw)
+    b = fs.simulate(model, samples, backend="cuda", **kw)
+    ca, cb = dict(a.config), dict(b.config)
+    assert ca.pop("backend") == "cpu" and cb.pop("backend") == "cuda"
+    return {"cpu": a.to_dict(), "gpu": b.to_dict(), "config_equal": ca == cb}
+
+
+def _arr_pair(x, **kw):
+    import fastsoftmax as fs
+    from fastsoftmax import _cuda
+    from numba import cuda
+    a = fs.summarize(x, backend="cpu", **kw)
+    b = fs.summarize(x, backend="cuda", **kw)
+    c = _cuda.summarize(cuda.to_device(x), **kw)       # the device-array path
+    return {"cpu": a.to_dict(), "gpu": b.to_dict(), "config_equal": a.config == b.config,
+            "device_equals_host": c == b}
+
+
+class _CAI:
+    """A foreign device array: only ``__cuda_array_interface__`` (the
+    simulator's device memory is host memory)."""
+
+    def __init__(self, a):
+        self._a = a
+        ai = a.__array_interface__
+        self.__cuda_array_interface__ = {"shape": ai["shape"], "strides": ai["strides"],
+                                         "typestr": ai["typestr"], "data": ai["data"],
+                                         "version": 3}
+
+
+def _scenarios():
+    import fastsoftmax as fs
+    from fastsoftmax import _cuda, api
+    from fastsoftmax.models import DotProduct, Gaussian, Shifted
+    from numba import cuda
+    S = {}
+
+    def add(name, fn):
+        S[name] = fn
+
+    # ---- simulate: every model and target; the three tile-reduction regimes
+    def sim_gauss_n5():
+        # 1-row row-blocks: a tile holds 32 whole row-blocks (direct writes);
+        # 300 rows = 2 segments, 3 launches, grid-stride over 3 blocks
+        _patch(block_logits=16, launch_logits=640)
+        return _sim_pair(Gaussian(n=5, scale=3.0), 300, seed=1)
+    add("sim_gauss_n5", sim_gauss_n5)
+
+    def sim_gauss_n1():
+        _patch()                                   # row-blocks of 1024 rows > tile
+        return _sim_pair(Gaussian(n=1), 100, seed=2, target="random")
+    add("sim_gauss_n1", sim_gauss_n1)
+
+    def sim_gauss_n33_sampled():
+        # 32-row row-blocks, 64-thread tiles: 2 row-blocks per tile (merged)
+        _patch(tpb=64, block_logits=4096)
+        return _sim_pair(Gaussian(n=33, scale=2.0), 120, seed=3, target="sampled")
+    add("sim_gauss_n33_sampled", sim_gauss_n33_sampled)
+
+    def sim_shifted_random_f64():
+        _patch(block_logits=64)
+        return _sim_pair(Shifted(n=5, offset=100.0, spread=1.5), 200, seed=4,
+                         target="random", dtype="float64")
+    add("sim_shifted_random_f64", sim_shifted_random_f64)
+
+    def sim_dot_exact_int():
+        _patch()
+        return _sim_pair(DotProduct(n=5, d_k=64, scaled=False), 150, seed=5, target=2,
+                         thresholds=(1e-3, 0.05, 0.5))
+    add("sim_dot_exact_int", sim_dot_exact_int)
+
+    def sim_dot_explicit():
+        _patch(block_logits=128)
+        return _sim_pair(DotProduct(n=4, d_k=3, method="explicit"), 80, seed=6)
+    add("sim_dot_explicit", sim_dot_explicit)
+
+    def sim_large_gap_f32():
+        # scale 1e4 float32: top-2 gaps of thousands, log10 values ~ -1e3
+        _patch()
+        return _sim_pair(Gaussian(n=3, scale=1e4), 60, seed=7)
+    add("sim_large_gap_f32", sim_large_gap_f32)
+
+    def run_model_row0():
+        # a Dask-style piece starting at segment 1, crossing into segment 2
+        _patch(block_logits=16, launch_logits=512)
+        m = Gaussian(n=5)
+        thr = np.array([1e-3, 0.1])
+        a, sa = api.run_model_rows(m, 256, 300, 9, 0, 0, thr, np.dtype(np.float32))
+        b, sb = _cuda.run_model(m, 300, 9, 0, 0, thr, np.dtype(np.float32), row0=256)
+        out = {"nseg": [len(sa), len(sb)],
+               "seg_close": bool(np.allclose(np.array(sa), np.array(sb), rtol=1e-6,
+                                             atol=1e-12)),
+               "ints_equal": bool(a.count == b.count and a.skipped == b.skipped
+                                  and np.array_equal(a.hist, b.hist)
+                                  and np.array_equal(a.below, b.below)
+                                  and np.array_equal(a.nonfinite, b.nonfinite))}
+        try:
+            _cuda.run_model(m, 10, 9, 0, 0, thr, np.dtype(np.float32), row0=3)
+            out["misaligned"] = "no error"
+        except ValueError as e:
+            out["misaligned"] = str(e)
+        return out
+    add("run_model_row0", run_model_row0)
+
+    def sim_chunking_bitwise():
+        # launch size and grid do not change a single bit of the CUDA result
+        m = Gaussian(n=5, scale=2.0)
+        res = []
+        for grid, ll in ((1, 1 << 20), (3, 640), (2, 320)):
+            _patch(grid=grid, block_logits=64, launch_logits=ll)
+            res.append(fs.simulate(m, 200, seed=11, backend="cuda"))
+        return {"equal": [res[0] == r for r in res[1:]]}
+    add("sim_chunking_bitwise", sim_chunking_bitwise)
+
+    # ---- summarize arrays: G = 1 and G > 1 (n = 33: 8 threads per row)
+    def arr(n, dt, target, rows=200, tpb=32, **kw):
+        def f():
+            _patch(tpb=tpb, block_logits=kw.pop("block_logits", 256))
+            x = _make_x(rows, n, dt)
+            t = target
+            if t == "labels":
+                t = np.random.default_rng(1).integers(0, n, size=rows)
+            return _arr_pair(x, target=t, thresholds=(1e-3, 0.1, 0.5), **kw)
+        return f
+    add("arr_n5_f32_argmax", arr(5, np.float32, "argmax", block_logits=64))
+    add("arr_n2_f64_int", arr(2, np.float64, 1))
+    add("arr_n33_f32_labels", arr(33, np.float32, "labels", rows=120))
+    add("arr_n33_f64_argmax_tpb64", arr(33, np.float64, "argmax", rows=130, tpb=64,
+                                        block_logits=4096))
+    add("arr_n70_f32_int", arr(70, np.float32, 69, rows=40))
+
+    def arr_n1():
+        _patch()
+        x = np.random.default_rng(3).normal(size=(50, 1)).astype(np.float32)
+        x[7, 0] = -np.inf                              # no finite logit: omitted
+        return _arr_pair(x, nan_policy="omit")
+    add("arr_n1", arr_n1)
+
+    def arr_extreme():
+        # exact log domain: gaps of 1e4 (float32) and 720 (float64: subnormal
+        # values), subnormal exponentials in float32, -inf masks
+        _patch()
+        x32 = np.array([[0.0, -1e4, -1e4 - 1.0, -np.inf],
+                        [0.0, -100.0, -100.0, -150.0],
+                        [3.0, 3.0, -np.inf, -200.0],
+                        [1e30, 1e30 - 1e24, -1e30, 0.0]], dtype=np.float32)
+        x64 = np.array([[0.0, -720.0, -721.0, -np.inf],
+                        [0.0, -745.0, -800.0, -1e300]], dtype=np.float64)
+        out = {"f32": _arr_pair(x32, thresholds=(1e-300, 1e-40)),
+               "f64": _arr_pair(x64, target=1, thresholds=(1e-310, 1e-300))}
+        out["cpu_log10_jd"] = fs.observables(x32)["log10_jac_diag_max"].tolist()
+        return out
+    add("arr_extreme", arr_extreme)
+
+    def arr_bad_rows():
+        _patch()
+        x = _make_x(60, 6, np.float32)
+        x[13, 2] = np.nan
+        x[17, :] = -np.inf
+        x[40, 0] = np.inf
+        out = {"omit": _arr_pair(x, nan_policy="omit")}
+        msgs = []
+        for f in (lambda: fs.summarize(x, backend="cpu"),
+                  lambda: fs.summarize(x, backend="cuda"),
+                  lambda: _cuda.summarize(cuda.to_device(x)),
+                  lambda: fs.summarize(_CAI(x))):
+            try:
+                f()
+                msgs.append("no error")
+            except ValueError as e:
+                msgs.append(str(e))
+        out["raise_messages"] = msgs
+        return out
+    add("arr_bad_rows", arr_bad_rows)
+
+    def arr_device_layouts():
+        # strided views (no copy) and gathered copies, through api.summarize
+        _patch()
+        rng = np.random.default_rng(5)
+        out = {}
+        x3 = (rng.normal(size=(4, 9, 6)) * 3).astype(np.float32)
+        x3[1, 2, 3] = -np.inf                          # a masked element
+        cases = {
+            "axis0_2d": (x3[0], 0),                    # rows are columns: strided view
+            "axis1_3d": (x3, 1),                       # middle axis: gathered copy
+            "axes_12": (x3, (1, 2)),                   # joint softmax over 54 logits
+            "noncontig_rows": (x3[:, ::2, :], -1),     # strided batch
+            "ints": (rng.integers(-5, 5, size=(30, 7)), -1),   # converted to float64
+            "f16": (x3[0].astype(np.float16), -1),     # converted to float32
+        }
+        for name, (x, axis) in cases.items():
+            a = fs.summarize(np.asarray(x), axis=axis, backend="cpu")
+            b = fs.summarize(_CAI(np.ascontiguousarray(x)) if name != "noncontig_rows"
+                             else _CAI(x), axis=axis)
+            out[name] = {"cpu": a.to_dict(), "gpu": b.to_dict(),
+                         "config_equal": a.config == b.config}
+        return out
+    add("arr_device_layouts", arr_device_layouts)
+
+    # ---- softmax of device arrays
+    def softmax_device():
+        _patch(vpt=2)
+        rng = np.random.default_rng(8)
+        out = {}
+        x = (rng.normal(size=(20, 33)) * 5).astype(np.float32)
+        x[3, ::4] = -np.inf
+        x[4, :] = -np.inf                              # no finite logit: NaN row
+        x[6, 2] = np.nan
+        x[7, 0] = 1e4
+        cases = {"g1_n5": (x[:, :5], -1), "gN_n33": (x, -1), "axis0": (x, 0),
+                 "mid3d": (x.reshape(4, 5, 33).astype(np.float64), 1),
+                 "all": (x[:3, :4], None), "f16": (x.astype(np.float16), -1)}
+        for name, (a, axis) in cases.items():
+            for log in (False, True):
+                ref = (fs.log_softmax if log else fs.softmax)(a, axis=axis)
+                got = _cuda.softmax(cuda.to_device(np.ascontiguousarray(a)), axis, log)
+                got = got.copy_to_host()
+                ref64 = np.asarray(ref, np.float64)
+                got64 = np.asarray(got, np.float64)
+                same_nan = bool(np.array_equal(np.isnan(ref), np.isnan(got)))
+                ok = np.isfinite(ref) & np.isfinite(got)
+                rel = float(np.max(np.abs(got64[ok] - ref64[ok])
+                                   / np.maximum(np.abs(ref64[ok]), 1e-300), initial=0.0))
+                inf_same = bool(np.array_equal(np.isinf(ref), np.isinf(got)))
+                out[f"{name}_{'log' if log else 'p'}"] = {
+                    "same_nan": same_nan, "same_inf": inf_same, "max_rel": rel,
+                    "shape": list(got.shape), "ref_shape": list(ref.shape),
+                    "dtype": str(got.dtype), "ref_dtype": str(ref.dtype)}
+        return out
+    add("softmax_device", softmax_device)
+
+    def kernel_options():
+        # fast math off for every kernel (the simulator records the flag)
+        _patch()
+        ks = [_cuda._kernel("observe", 32, 1, True), _cuda._kernel("observe", 32, 4, False),
+              _cuda._kernel("softmax", 32, 4, True), _cuda._copy4]
+        return {"jit": dict(_cuda._JIT), "fastmath": [bool(k._fastmath) for k in ks]}
+    add("kernel_options", kernel_options)
+    return S
+
+
+def _child_sim():
+    import time
+    from fastsoftmax import _cuda
+    ok, why = _cuda.probe()
+    res = {"_probe": [ok, why]}
+    for name, fn in _scenarios().items():
+        t0 = time.time()
+        try:
+            r = fn()
+        except Exception as e:   # noqa: BLE001 - reported to the parent
+            import traceback
+            r = {"error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()}
+        r["_seconds"] = round(time.time() - t0, 2)
+        res[name] = r
+    return res
+
+
+def _child_nogpu():
+    import fastsoftmax as fs
+    from fastsoftmax import _cuda_guard
+    from fastsoftmax.models import Gaussian
+    out = {"available": _cuda_guard.available(), "reason": _cuda_guard.reason()}
+    try:
+        fs.simulate(Gaussian(n=4), 10, backend="cuda")
+        out["cuda"] = "no error"
+    except RuntimeError as e:
+        out["cuda"] = str(e)
+    s = fs.simulate(Gaussian(n=4), 10, backend="auto")
+    out["auto_backend"] = s.config["backend"]
+    try:
+        fs.summarize(np.zeros((3, 4)), backend="cuda")
+        out["summarize_cuda"] = "no error"
+    except RuntimeError as e:
+        out["summarize_cuda"] = str(e)
+    out["summarize_auto"] = fs.summarize(np.zeros((3, 4)), backend="auto").samples
+    return out
+
+
+# PTX instructions that fast math would bring: flushed float32 arithmetic and
+# approximate transcendentals/division (libdevice's accurate float64 routines
+# seed a Newton step with rcp.approx.ftz.f64, which is fine).
+_FASTMATH_PTX = r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)\.approx\.(ftz\.)?f32"
+
+
+def _child_ptx():
+    import re
+    import types as pytypes
+
+    import numba.cuda.dispatcher as disp
+    from numba import cuda
+    from numba import types as T
+    from numba.cuda.cudadrv import nvvm
+    try:
+        nvvm.NVVM()
+    except Exception as e:   # noqa: BLE001
+        return {"skip": f"NVVM not available: {e}"}
+    # device functions ask the current device for its compute capability;
+    # there is none here: answer sm_90 (H100/H200)
+    disp.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+    from fastsoftmax import _cuda
+
+    def a(dt, nd, layout="A"):
+        return T.Array(dt, nd, layout)
+    f64, i64, u64 = T.float64, T.int64, T.uint64
+
+    def obs_sig(dt, xl):
+        return (a(dt, 2, xl), i64, a(f64, 1, "C"), u64, i64, i64, i64, a(i64, 1, "C"), i64,
+                i64, i64, i64, a(f64, 1, "C"), i64, a(dt, 2), a(dt, 2), a(f64, 3, "C"), a(f64, 2, "C"),
+                a(f64, 2, "C"), a(i64, 2, "C"), a(i64, 3, "C"), a(i64, 2, "C"), a(i64, 1, "C"))
+    jobs = {
+        "observe_generated_f32": (_cuda._build_observe(128, 1, True), obs_sig(T.float32, "C")),
+        "observe_rows_g8_f32": (_cuda._build_observe(128, 8, False), obs_sig(T.float32, "A")),
+        "log_softmax_g8_f32": (_cuda._build_softmax(128, 8, True),
+                               (a(T.float32, 2), a(T.float32, 2), i64)),
+        "copy4_f16_f32": (_cuda._copy4, (a(T.float16, 4), a(T.float32, 4))),
+    }
+    out = {}
+    from numba.cuda.cudadrv.error import CudaSupportError
+    for name, (k, sig) in jobs.items():
+        try:
+            ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), **_cuda._JIT)
+        except CudaSupportError as e:    # this numba-cuda asks a device elsewhere
+            return {"skip": f"compile_ptx needs a CUDA driver here: {e}"}
+        out[name] = {"fastmath_ops": sorted(set(m.group(0) for m in
+                                                re.finditer(_FASTMATH_PTX, ptx))),
+                     "bytes": len(ptx)}
+    # the check sees fast math when it is there
+    ptx, _ = cuda.compile_ptx(_cuda._build_softmax(128, 8, True).py_func,
+                              (a(T.float32, 2), a(T.float32, 2), i64), cc=(9, 0),
+                              fastmath=True)
+    out["_fastmath_control"] = sorted(set(m.group(0) for m in re.finditer(_FASTMATH_PTX, ptx)))
+    return out
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    try:
+        import numba.cuda
+    except Exception as e:   # noqa: BLE001
+        print("RESULT " + json.dumps({"skip": f"numba.cuda cannot be imported: {e}"}))
+        sys.exit(0)
+    if mode != "nogpu" and getattr(numba.cuda, "implementation", "") == "Built-in":
+        print("RESULT " + json.dumps({"skip": "numba-cuda is not installed (numba's "
+                                              "deprecated built-in CUDA target only)"}))
+        sys.exit(0)
+    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx}[mode]
+    print("RESULT " + json.dumps(fn(), default=float))
+    sys.exit(0)
+
+
+# ==========================================================================
+# parent side (pytest)
+
+@pytest.fixture(scope="module")
+def sim():
+    res = _run_child("sim", NUMBA_ENABLE_CUDASIM=1)
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    return res
+
+
+def _acc(d):
+    from fastsoftmax.summary import Summary
+    return Summary.from_dict(d)._acc
+
+
+def assert_agree(cpu, gpu, rtol=1e-6):
+    """Integer parts exact, min/max and means to rtol, M2 to a looser rtol."""
+    a, b = _acc(cpu), _acc(gpu)
+    assert (a.count, a.skipped) == (b.count, b.skipped)
+    np.testing.assert_array_equal(a.nonfinite, b.nonfinite)
+    np.testing.assert_array_equal(a.below, b.below)
+    np.testing.assert_array_equal(a.hist, b.hist)
+    np.testing.assert_array_equal(a.mom[:, 0], b.mom[:, 0])
+    np.testing.assert_allclose(b.vmin, a.vmin, rtol=rtol, atol=0)
+    np.testing.assert_allclose(b.vmax, a.vmax, rtol=rtol, atol=0)
+    np.testing.assert_allclose(b.mom[:, 1], a.mom[:, 1], rtol=rtol, atol=1e-300)
+    scale = np.maximum(a.mom[:, 0] * a.mom[:, 1] ** 2, 1e-300)
+    assert np.all(np.abs(b.mom[:, 2] - a.mom[:, 2]) <= 1e-5 * np.abs(a.mom[:, 2])
+                  + 1e-9 * scale)
+
+
+SIM_PAIRS = ["sim_gauss_n5", "sim_gauss_n1", "sim_gauss_n33_sampled", "sim_shifted_random_f64",
+             "sim_dot_exact_int", "sim_dot_explicit", "sim_large_gap_f32",
+             "arr_n5_f32_argmax", "arr_n2_f64_int", "arr_n33_f32_labels",
+             "arr_n33_f64_argmax_tpb64", "arr_n70_f32_int", "arr_n1"]
+
+
+def _get(sim, name):
+    r = sim[name]
+    assert "error" not in r, r.get("tb", r["error"])
+    return r
+
+
+def test_probe_under_simulator(sim):
+    ok, why = sim["_probe"]
+    assert ok and "simulator" in why
+
+
+@pytest.mark.parametrize("name", SIM_PAIRS)
+def test_cuda_summary_agrees_with_cpu(sim, name):
+    r = _get(sim, name)
+    assert r["config_equal"]
+    assert_agree(r["cpu"], r["gpu"])
+    if "device_equals_host" in r:     # same kernel, same bits, whatever the source
+        assert r["device_equals_host"]
+    assert _acc(r["gpu"]).count > 0
+
+
+def test_explicit_matches_exact_shape(sim):
+    r = _get(sim, "sim_dot_explicit")
+    assert _acc(r["gpu"]).count == 80
+
+
+def test_run_model_piece_lines_up(sim):
+    r = _get(sim, "run_model_row0")
+    assert r["nseg"][0] == r["nseg"][1] == 2
+    assert r["seg_close"] and r["ints_equal"]
+    assert "multiple of the block size" in r["misaligned"]
+
+
+def test_cuda_result_independent_of_launches_and_grid(sim):
+    assert _get(sim, "sim_chunking_bitwise")["equal"] == [True, True]
+
+
+def test_large_gap_and_subnormals_exact(sim):
+    r = _get(sim, "arr_extreme")
+    for key in ("f32", "f64"):
+        p = r[key]
+        assert_agree(p["cpu"], p["gpu"], rtol=1e-9)
+        assert p["device_equals_host"]
+    # [0, -1e4, -1e4 - 1]: p1 (1 - p1) = e^-1e4 (1 + e^-1) to 1e-4000 relative,
+    # log10 about -4342.8, not -inf
+    expect = (-1e4 + math.log1p(math.exp(-1.0))) / math.log(10)
+    ref = r["cpu_log10_jd"]
+    assert ref[0] == pytest.approx(expect, rel=1e-12)
+    b = _acc(r["f32"]["gpu"])
+    from fastsoftmax._math import JAC_DIAG_MAX, NOBS
+    c = NOBS + JAC_DIAG_MAX
+    assert b.vmin[c] == pytest.approx(min(ref), rel=1e-12)      # row 3: gap ~1e24
+    assert b.vmax[c] == pytest.approx(max(ref), rel=1e-12)
+    assert b.mom[c, 1] == pytest.approx(sum(ref) / len(ref), rel=1e-12)
+    # float64 gap 720: one_minus_max_prob is a subnormal double, kept (not flushed)
+    from fastsoftmax._math import ONE_MINUS_MAX_PROB
+    b64 = _acc(r["f64"]["gpu"])
+    assert 0.0 < b64.vmin[ONE_MINUS_MAX_PROB] < 2.3e-308
+
+
+def test_bad_rows(sim):
+    r = _get(sim, "arr_bad_rows")
+    assert_agree(r["omit"]["cpu"], r["omit"]["gpu"])
+    assert _acc(r["omit"]["gpu"]).skipped == 3      # rows 13 (NaN), 17 (-inf), 40 (+inf)
+    msgs = r["raise_messages"]
+    assert msgs[0].startswith("row 13 of x contains NaN")
+    assert msgs[1:] == [msgs[0]] * 3
+
+
+@pytest.mark.parametrize("case", ["axis0_2d", "axis1_3d", "axes_12", "noncontig_rows", "ints",
+                                  "f16"])
+def test_device_array_layouts(sim, case):
+    r = _get(sim, "arr_device_layouts")[case]
+    assert r["config_equal"]
+    assert_agree(r["cpu"], r["gpu"])
+
+
+def test_softmax_of_device_arrays(sim):
+    r = dict(_get(sim, "softmax_device"))
+    r.pop("_seconds")
+    assert len(r) == 12
+    for name, v in r.items():
+        assert v["same_nan"] and v["same_inf"], name
+        assert v["shape"] == v["ref_shape"], name
+        assert v["max_rel"] < (1e-3 if "f16" in name else 2e-6), (name, v["max_rel"])
+        assert v["dtype"] == v["ref_dtype"], name
+        assert v["dtype"] == {"mid3d": "float64", "f16": "float16"}.get(name.split("_")[0],
+                                                                        "float32")
+
+
+def test_kernels_compiled_without_fastmath(sim):
+    r = _get(sim, "kernel_options")
+    assert r["jit"] == {"fastmath": False}
+    assert r["fastmath"] == [False] * 4
+
+
+def test_simulator_runtime_budget(sim):
+    total = sum(v.get("_seconds", 0) for v in sim.values() if isinstance(v, dict))
+    assert total < 150, total
+
+
+def test_cuda_backend_without_gpu():
+    res = _run_child("nogpu")
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    if res["available"]:
+        pytest.skip(f"a GPU is usable here ({res['reason']})")
+    assert res["cuda"].startswith("backend='cuda' is not usable: ")
+    assert res["reason"] and res["reason"] in res["cuda"]
+    assert res["summarize_cuda"] == res["cuda"]
+    assert res["auto_backend"] == "cpu"
+    assert res["summarize_auto"] == 3
+
+
+def test_kernels_compile_for_sm90_without_fastmath():
+    res = _run_child("ptx")
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    control = res.pop("_fastmath_control")
+    assert control, "the fast-math check found nothing in a fastmath=True kernel"
+    for name, v in res.items():
+        assert v["bytes"] > 1000, name
+        assert v["fastmath_ops"] == [], (name, v["fastmath_ops"])
