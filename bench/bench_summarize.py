@@ -3,7 +3,6 @@ statistics, in one run; prints logits/s and ratios (see conftest).
 
     python -m pytest bench/bench_summarize.py --benchmark-only -q -s
 """
-import json
 import os
 import subprocess
 import sys

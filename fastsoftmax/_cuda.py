@@ -80,7 +80,7 @@ from numba import cuda
 
 from . import _config, api
 from ._math import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
-                    row_stats, row_sums, row_target_exp, row_top2)
+                    row_stats, row_stats_from, row_sums, row_top2)
 from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from ._vmath import fmax, fmin
 from .accumulate import (NCH, SEGMENT_BLOCKS, Accumulator, chan_merge, fold_blocks,
@@ -379,26 +379,11 @@ def _build_observe(TPB, G, GENERATED):
                             rsum -= 1.0
                             te2 -= 1.0
                             te3 -= 1.0
-                            # the composition of _math.row_stats (targets 0 and 1)
-                            isbad = (not (m1 < np.inf) or m1 == -np.inf
-                                     or rsum != rsum or tv != tv)
-                            y_top = True
-                            xy = m1
-                            ey = 0.0
-                            if ymode != 0 and not isbad:
-                                y = yfix if ymode == 1 else labels[r]
-                                xy = np.float64(xr[y])
-                                y_top = xy == m1
-                                if not y_top and m2 > -np.inf:
-                                    ey = row_target_exp(xr, like(xr, m2), y)
+                            yy = yfix if ymode == 1 else (labels[r] if ymode == 2 else 0)
+                            (m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
+                             isbad) = row_stats_from(xr, n, m1, m2, rsum, te2, te3, tv,
+                                                     0 if ymode == 0 else 1, yy, 0.5)
                             if isbad:
-                                m1 = 0.0
-                                m2 = -np.inf
-                                rsum = 1.0
-                                te2 = 1.0
-                                te3 = 1.0
-                                tv = 0.0
-                                xy = 0.0
                                 cuda.atomic.add(bad, 0, 1)
                                 cuda.atomic.min(bad, 1, r)
                             sm[0, rt] = m1

@@ -289,14 +289,22 @@ def row_stats(x, n, ymode, y, u):
     has bad = True and harmless numbers.
     """
     m1, m2 = row_top2(x, n)
-    ninf = -np.inf
-    if not (m1 < np.inf) or m1 == ninf:
-        return 0.0, ninf, 1.0, 1.0, 1.0, 0.0, True, 0.0, 0.0, True
+    if not (m1 < np.inf) or m1 == -np.inf:
+        return row_stats_from(x, n, m1, m2, 1.0, 1.0, 1.0, 0.0, ymode, y, u)
     # relative to m2, or to m1 when m1 is the only finite logit (every other
     # exponent then is -inf and clamps to the floor; NaN still propagates)
-    ref = m2 if m2 > ninf else m1
+    ref = m2 if m2 > -np.inf else m1
     r, e2, e3, v = row_sums(x, n, ref)
-    if r != r or v != v:
+    return row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u)
+
+
+@hot
+def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
+    """The rest of ``row_stats`` once the reductions are known (a driver that
+    splits a row over several threads merges them first): the bad-row test
+    and the target."""
+    ninf = -np.inf
+    if not (m1 < np.inf) or m1 == ninf or r != r or v != v:
         return 0.0, ninf, 1.0, 1.0, 1.0, 0.0, True, 0.0, 0.0, True
     m1f = np.float64(m1)
     m2f = np.float64(m2)
@@ -305,12 +313,12 @@ def row_stats(x, n, ymode, y, u):
     ey = 0.0
     if ymode != 0:
         if ymode == 2:
-            s = 1.0 + math.exp(m2f - m1f) * r if m2 > ninf else 1.0
+            s = 1.0 + math.exp(m2f - m1f) * r if m2f > ninf else 1.0
             y = row_sample_index(x, n, m1f, s, u)
         xy = np.float64(x[y])
         y_top = xy == m1f
-        if not y_top and m2 > ninf:
-            ey = row_target_exp(x, m2, y)
+        if not y_top and m2f > ninf:
+            ey = row_target_exp(x, like(x, m2f), y)
     return m1f, m2f, r, e2, e3, v, y_top, xy, ey, False
 
 

@@ -3,7 +3,6 @@
 Every argument is checked before any compilation or work starts; the kernels
 only ever see C-contiguous 2-D float32/float64 blocks of rows.
 """
-import math
 import numbers
 import threading
 

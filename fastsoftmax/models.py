@@ -24,7 +24,7 @@ objects; ``params`` is what sweeps and ``Summary.config`` record.
 """
 import math
 import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from numba.extending import register_jitable

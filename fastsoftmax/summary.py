@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._config import SKETCH_ALPHA, SKETCH_GAMMA, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._config import SKETCH_GAMMA, SKETCH_LO, SKETCH_NB, SKETCH_W
 from ._math import NOBS, OBS_NAMES
 from .accumulate import Accumulator
 

@@ -6,7 +6,6 @@ import math
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 from scipy import integrate, stats
 from scipy.special import expit
