@@ -141,14 +141,22 @@ _layer_checked = None
 
 
 def _guard():
+    """A lock to hold around parallel kernel calls when numba's threading layer
+    is ``workqueue`` (which aborts the process when two Python threads run
+    parallel code at once: calls are then serialised), else a no-op."""
     global _layer_checked
     if _layer_checked is None:
         import numba
-        try:
-            _layer_checked = numba.threading_layer()
-        except ValueError:   # not initialised until the first parallel call
-            return _NullCtx()
+        from numba.np.ufunc import parallel
+        parallel._launch_threads()      # idempotent; fixes the layer now
+        _layer_checked = numba.threading_layer()
     return _WORKQUEUE_LOCK if _layer_checked == "workqueue" else _NullCtx()
+
+
+def threading_layer():
+    """The threading layer numba uses ('omp', 'tbb' or 'workqueue')."""
+    _guard()
+    return _layer_checked
 
 
 class _NullCtx:

@@ -118,3 +118,34 @@ def test_concurrent_callers_are_safe():
         t.join()
     assert not errors
     assert len(results) == 12 and all(r == ref for r in results)
+
+
+WORKQUEUE = """
+import threading, numpy as np, fastsoftmax as fs
+from fastsoftmax import api
+x = (np.random.default_rng(0).normal(size=(20000, 16)) * 4).astype(np.float32)
+out, errs = [], []
+def work():
+    try:
+        out.append(fs.summarize(x).to_dict())
+    except Exception as e:
+        errs.append(e)
+ts = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errs and len(out) == 4 and all(o == out[0] for o in out)
+print(api.threading_layer())
+"""
+
+
+def test_workqueue_layer_is_serialised_not_crashed():
+    """numba's workqueue layer aborts on concurrent parallel calls; the first
+    calls (before numba picks a layer) included, they are serialised."""
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+    r = subprocess.run([sys.executable, "-c", WORKQUEUE], capture_output=True, text=True,
+                       env=subprocess_env(NUMBA_THREADING_LAYER="workqueue"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "workqueue"
