@@ -20,8 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._math import NOBS, NSTATS, block_logobs, row_stats_into, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
-from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
+from ._math import NOBS, NSTATS, block_logobs, row_stats_into, row_target, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
 from .accumulate import NCH, block_reduce
 from .models import GEN_ROWS, model_row
 
@@ -72,16 +71,7 @@ def _build(source_key):
                     else:
                         model_row(gen, params, seed, grow, n, buf, q_s[t])
                         xr = buf
-                    y = yfix
-                    mode = min(ymode, 1)
-                    u = 0.5
-                    if ymode == 2:
-                        y = labels[r]
-                    elif ymode == 3:
-                        y = uniform_int(seed, grow, STREAM_LABEL, n)
-                    elif ymode == 4:
-                        mode = 2
-                        u = uniform(seed, grow, STREAM_SAMPLED, 0)
+                    mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
                     if row_stats_into(xr, n, mode, y, u, st, i):
                         nbad[t] += 1
                         if firstbad[t] < 0 or r < firstbad[t]:

@@ -80,8 +80,8 @@ from numba import cuda
 
 from . import _config, api
 from ._math import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
-                    row_stats, row_stats_from, row_sums, row_top2)
-from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
+                    row_stats, row_stats_from, row_sums, row_target, row_top2,
+                    store_stats)
 from ._vmath import fmax, fmin
 from .accumulate import (NCH, SEGMENT_BLOCKS, Accumulator, chan_merge, fold_blocks,
                          fold_segments, sketch_index)
@@ -307,16 +307,7 @@ def _build_observe(TPB, G, GENERATED):
                                       qscr[:, slot % qscr.shape[1]])
                         else:
                             xr = x[r]
-                        y = yfix
-                        mode = ymode if ymode < 1 else 1
-                        uu = 0.5
-                        if ymode == 2:
-                            y = labels[r]
-                        elif ymode == 3:
-                            y = uniform_int(seed, grow, STREAM_LABEL, n)
-                        elif ymode == 4:
-                            mode = 2
-                            uu = uniform(seed, grow, STREAM_SAMPLED, 0)
+                        mode, y, uu = row_target(ymode, yfix, labels, r, seed, grow, n)
                         m1, m2, rr, e2, e3, v, y_top, xy, ey, isbad = row_stats(
                             xr, n, mode, y, uu)
                         _store_vals(sm, tid, logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey),
@@ -379,23 +370,17 @@ def _build_observe(TPB, G, GENERATED):
                             rsum -= 1.0
                             te2 -= 1.0
                             te3 -= 1.0
-                            yy = yfix if ymode == 1 else (labels[r] if ymode == 2 else 0)
+                            # array rows: argmax, a fixed class or labels
+                            mode, yy, uu = row_target(ymode, yfix, labels, r, seed,
+                                                      row0 + r, n)
                             (m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
                              isbad) = row_stats_from(xr, n, m1, m2, rsum, te2, te3, tv,
-                                                     0 if ymode == 0 else 1, yy, 0.5)
+                                                     mode, yy, uu)
                             if isbad:
                                 cuda.atomic.add(bad, 0, 1)
                                 cuda.atomic.min(bad, 1, r)
-                            sm[0, rt] = m1
-                            sm[1, rt] = m2
-                            sm[2, rt] = rsum
-                            sm[3, rt] = te2
-                            sm[4, rt] = te3
-                            sm[5, rt] = tv
-                            sm[6, rt] = 1.0 if y_top else 0.0
-                            sm[7, rt] = xy
-                            sm[8, rt] = ey
-                            sm[9, rt] = 1.0 if isbad else 0.0
+                            store_stats(sm, rt, m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
+                                        isbad)
                     cuda.syncthreads()
                     # batched wrap-up: one tile row per thread
                     if tid < trows:

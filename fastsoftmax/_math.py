@@ -52,6 +52,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
+from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from ._vmath import fmax, vexp, vlog
 
 OBS_NAMES = (
@@ -279,6 +280,23 @@ def obs_log10(lam):
     return lam * INV_LN10
 
 
+TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED = range(5)
+
+
+@hot
+def row_target(tmode, yfix, labels, r, seed, grow, n):
+    """(ymode, y, u) for ``row_stats`` from a driver's target mode: argmax,
+    a fixed class, labels[r], a uniform label or a categorical sample, the
+    random ones drawn for global row ``grow`` from their own streams."""
+    if tmode == TARGET_LABELS:
+        return 1, labels[r], 0.5
+    if tmode == TARGET_RANDOM:
+        return 1, uniform_int(seed, grow, STREAM_LABEL, n), 0.5
+    if tmode == TARGET_SAMPLED:
+        return 2, yfix, uniform(seed, grow, STREAM_SAMPLED, 0)
+    return (0 if tmode == TARGET_ARGMAX else 1), yfix, 0.5
+
+
 @hot
 def row_stats(x, n, ymode, y, u):
     """One pass over a row (three reductions and the exp loop): the numbers
@@ -340,6 +358,13 @@ NSTATS = 10
 def row_stats_into(x, n, ymode, y, u, st, i):
     """``row_stats`` of one row into column i of the block scratch st."""
     m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
+    return store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad)
+
+
+@hot
+def store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad):
+    """The layout of a block's row statistics (NSTATS rows, one column per
+    row), read back by ``block_logobs``.  Returns bad."""
     st[0, i] = m1
     st[1, i] = m2
     st[2, i] = r
