@@ -398,6 +398,11 @@ def _child_ptx():
             ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), **_cuda._JIT)
         except CudaSupportError as e:    # this numba-cuda asks a device elsewhere
             return {"skip": f"compile_ptx needs a CUDA driver here: {e}"}
+        except Exception as e:           # noqa: BLE001
+            # NVVM imports but the toolkit libraries (NVRTC) are not installed
+            if type(e).__name__ == "DynamicLibNotFoundError" or "nvrtc" in str(e).lower():
+                return {"skip": f"CUDA toolkit libraries not installed: {e}"}
+            raise
         out[name] = {"fastmath_ops": sorted(set(m.group(0) for m in
                                                 re.finditer(_FASTMATH_PTX, ptx))),
                      "bytes": len(ptx)}
