@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._math import NOBS, NSTATS, block_logobs, row_stats_into, row_target, obs_log10, obs_value, row_log_softmax, row_observe, row_softmax, row_sums, row_top2
+from ._math import (NOBS, NSTATS, block_logobs, obs_log10, obs_value, row_log_softmax,
+                    row_observe, row_softmax, row_stats, row_stats_into, row_target)
 from .accumulate import NCH, block_reduce
 from .models import GEN_ROWS, model_row
 
@@ -101,23 +102,17 @@ def _build(source_key):
         nrows, n = x.shape
         for r in prange(nrows):
             xr = x[r]
-            m1, m2 = row_top2(xr, n)
-            if not (m1 < np.inf) or m1 == -np.inf:
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(xr, n, 0, 0, 0.5)
+            if bad:
                 status[r] = 1
                 out[r, :] = np.nan
                 continue
-            ref = m2 if m2 > -np.inf else m1
-            rr, e2, e3, v = row_sums(xr, n, ref)
-            if rr != rr or v != v:
-                status[r] = 1
-                out[r, :] = np.nan
-                continue
-            m1f = np.float64(m1)
-            a = math.exp(np.float64(m2) - m1f) * rr if m2 > -np.inf else 0.0
+            # a = sum_{i != top} exp(x_i - m1) = t R (0 for a single finite logit)
+            a = math.exp(m2 - m1) * rr if m2 > -np.inf else 0.0
             if log:
-                row_log_softmax(xr, n, m1f, math.log1p(a), out[r])
+                row_log_softmax(xr, n, m1, math.log1p(a), out[r])
             else:
-                row_softmax(xr, n, m1f, 1.0 + a, out[r])
+                row_softmax(xr, n, m1, 1.0 + a, out[r])
 
     return observe_chunk, observe_rows, softmax_rows
 
