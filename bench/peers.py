@@ -91,8 +91,12 @@ def make_jax():
     @jax.jit
     def part(b):
         def top2(p):
-            v = jax.lax.top_k(p, 2)[0]
-            return v[..., 0], v[..., 1]
+            # argmax masking: exact with ties, and much faster than lax.top_k on XLA:CPU
+            i = jnp.argmax(p, axis=-1)[..., None]
+            p1 = jnp.take_along_axis(p, i, axis=-1)[..., 0]
+            cols = jnp.arange(p.shape[-1])
+            p2 = jnp.where(cols == i, -1.0, p).max(-1)
+            return p1, p2
 
         obs = _row_obs_numpy(b, xp=jnp, log=jnp.log, sqrt=jnp.sqrt, top2=top2)
         return {k: (v.sum(), (v * v).sum(), v.min(), v.max()) for k, v in obs.items()}
