@@ -16,7 +16,12 @@ import math
 import os
 import sys
 
-import click
+try:
+    import click
+except ImportError:      # the library needs only numpy and numba; the CLI needs more
+    sys.stderr.write("fastsoftmax: the command line needs the [cli] extra: "
+                     "pip install 'fastsoftmax[cli]'\n")
+    raise SystemExit(2) from None
 
 PROG = "fastsoftmax"
 
