@@ -33,7 +33,7 @@ import weakref
 import numpy as np
 
 from . import _config, api
-from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, chan_merge, fold_segments
+from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_segments, merge_parts_into
 from .summary import Summary
 
 __all__ = ["connect", "resolve_backend", "run_model", "summarize_array"]
@@ -129,14 +129,7 @@ class _Packed:
                     or not np.array_equal(p.thresholds, out.thresholds)
                     or p.hist_shape != out.hist_shape):
                 raise ValueError("cannot merge accumulators with different thresholds")
-            out.count += p.count
-            out.skipped += p.skipped
-            for c in range(NCH):
-                out.mom[c] = chan_merge(*out.mom[c], *p.mom[c])
-            np.minimum(out.vmin, p.vmin, out=out.vmin)
-            np.maximum(out.vmax, p.vmax, out=out.vmax)
-            out.nonfinite += p.nonfinite
-            out.below += p.below
+            merge_parts_into(out, p)
         # sparse sketch: sum the counts of equal bucket indices
         idx = np.concatenate([p.hist_idx for p in parts])
         cnt = np.concatenate([p.hist_cnt for p in parts])

@@ -160,6 +160,20 @@ def fold_segments(segments, out=None):
     return tot
 
 
+def merge_parts_into(dst, src):
+    """Fold every part of ``src`` but the sketch into ``dst`` in place: counts,
+    moments (Chan), extremes, infinite and threshold counts.  Shared by
+    ``Accumulator.merge`` and accumulators that carry their sketch otherwise."""
+    dst.count += src.count
+    dst.skipped += src.skipped
+    for c in range(NCH):
+        dst.mom[c] = chan_merge(*dst.mom[c], *src.mom[c])
+    np.minimum(dst.vmin, src.vmin, out=dst.vmin)
+    np.maximum(dst.vmax, src.vmax, out=dst.vmax)
+    dst.nonfinite += src.nonfinite
+    dst.below += src.below
+
+
 class Accumulator:
     """Plain arrays; see the module docstring.  ``merge`` returns a new one."""
 
@@ -198,14 +212,7 @@ class Accumulator:
                 "cannot merge summaries with different thresholds "
                 f"({self.thresholds.tolist()} vs {other.thresholds.tolist()})")
         new = self.copy()
-        new.count += other.count
-        new.skipped += other.skipped
-        for c in range(NCH):
-            new.mom[c] = chan_merge(*self.mom[c], *other.mom[c])
-        np.minimum(new.vmin, other.vmin, out=new.vmin)
-        np.maximum(new.vmax, other.vmax, out=new.vmax)
-        new.nonfinite += other.nonfinite
-        new.below += other.below
+        merge_parts_into(new, other)
         new.hist += other.hist
         return new
 
