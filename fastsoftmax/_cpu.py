@@ -20,8 +20,8 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import FASTMATH
-from ._math import (NOBS, NSTATS, block_logobs, obs_log10, obs_value, row_log_softmax,
-                    row_observe, row_softmax, row_stats, row_stats_into, row_target)
+from ._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
+                    row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
 from .accumulate import NCH, block_reduce
 from .models import GEN_ROWS, model_row
 
@@ -87,14 +87,14 @@ def _build(source_key):
         source_key  # noqa: B018
         nrows, n = x.shape
         for r in prange(nrows):
-            y = yfix
-            if ymode == 2:
-                y = labels[r]
-            lam = np.empty(NOBS)
-            status[r] = row_observe(x[r], n, min(ymode, 1), y, 0.5, lam)
+            mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(x[r], n, mode, y, u)
+            lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
             for k in range(NOBS):
-                out[k, r] = obs_value(lam[k])
-                out[NOBS + k, r] = obs_log10(lam[k])
+                lk = np.nan if bad else lam[k]
+                out[k, r] = obs_value(lk)
+                out[NOBS + k, r] = obs_log10(lk)
+            status[r] = 1 if bad else 0
 
     @njit(parallel=True, **jit)
     def softmax_rows(x, out, log, status):

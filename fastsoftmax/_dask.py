@@ -33,6 +33,7 @@ import weakref
 import numpy as np
 
 from . import _config, api
+from ._math import TARGET_LABELS
 from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_segments, merge_parts_into
 from .summary import Summary
 
@@ -376,7 +377,7 @@ def _chunk_summary(block, labels, offsets, batch, axes, cdt, thr, ymode, yfix, n
     x2, bshape, n = api._rows_view(block, axes)
     acc = Accumulator(thr)
     lab = None
-    if ymode == 2:
+    if ymode == TARGET_LABELS:
         flat = np.asarray(labels).reshape(-1)
         bad = np.flatnonzero((flat < 0) | (flat >= n))
         if bad.size:
@@ -456,7 +457,7 @@ def summarize_array(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRE
     x = x.rechunk({ax: -1 for ax in axes})
     batch_chunks = tuple(x.chunks[a] for a in rest)
     starts = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in batch_chunks]
-    if ymode == 2 and lab_np is None:
+    if ymode == TARGET_LABELS and lab_np is None:
         lab_dask = labels.rechunk(batch_chunks).to_delayed(optimize_graph=True)
 
     blocks = x.to_delayed(optimize_graph=True)

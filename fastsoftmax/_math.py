@@ -86,10 +86,6 @@ strict = register_jitable(fastmath=False, forceinline=True, error_model="numpy")
 # compiled with the caller's FASTMATH, which their reductions need)
 hot = register_jitable(forceinline=True, error_model="numpy")
 
-# row status codes
-ROW_OK = 0
-ROW_BAD = 1      # NaN, +inf, or no finite logit
-
 
 def like(x, c):
     """c converted to the scalar type of x (a scalar or an array)."""
@@ -338,17 +334,6 @@ def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
         if not y_top and m2f > ninf:
             ey = row_target_exp(x, like(x, m2f), y)
     return m1f, m2f, r, e2, e3, v, y_top, xy, ey, False
-
-
-@register_jitable
-def row_observe(x, n, ymode, y, u, out):
-    """Natural logs of one row's observables into out[:NOBS] (NaN for a bad
-    row); returns the row status."""
-    m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
-    lam = logobs(m1, m2, r, e2, e3, v, y_top, xy, ey)
-    for k in range(NOBS):
-        out[k] = np.nan if bad else lam[k]
-    return ROW_BAD if bad else ROW_OK
 
 
 NSTATS = 10

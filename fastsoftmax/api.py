@@ -9,7 +9,8 @@ import threading
 import numpy as np
 
 from . import _config
-from ._math import NOBS, OBS_NAMES
+from ._math import (NOBS, OBS_NAMES, TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS,
+                    TARGET_RANDOM, TARGET_SAMPLED)
 from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_blocks, fold_segments
 from .models import GEN_ROWS
 from .summary import Summary
@@ -86,7 +87,7 @@ def _resolve_target(target, batch, n):
     2 per-row labels."""
     if isinstance(target, str):
         if target == "argmax":
-            return 0, 0, None
+            return TARGET_ARGMAX, 0, None
         if target in ("random", "sampled"):
             raise ValueError(
                 f"target={target!r} needs a random stream: use fs.simulate, or pass "
@@ -97,7 +98,7 @@ def _resolve_target(target, batch, n):
         y = int(target)
         if not 0 <= y < n:
             raise ValueError(f"target={y} is out of range for {n} classes (0 <= target < {n})")
-        return 1, y, None
+        return TARGET_FIXED, y, None
     labels = np.asarray(target)
     if labels.dtype.kind not in "iu":
         raise TypeError(f"target labels must be integers, got dtype {labels.dtype}")
@@ -110,7 +111,7 @@ def _resolve_target(target, batch, n):
         r = int(bad[0])
         raise ValueError(f"target label {flat[r]} in row {_row_name(r, batch)} is out of "
                          f"range for {n} classes (0 <= label < {n})")
-    return 2, 0, np.ascontiguousarray(flat, dtype=np.int64)
+    return TARGET_LABELS, 0, np.ascontiguousarray(flat, dtype=np.int64)
 
 
 def _row_name(r, batch):
@@ -264,7 +265,7 @@ def observables(x, target="argmax", axis=-1, nan_policy="raise"):
     with _guard():
         for r0 in range(0, nrows, step):
             r1 = min(r0 + step, nrows)
-            lab = labels[r0:r1] if ymode == 2 else labels
+            lab = labels[r0:r1] if ymode == TARGET_LABELS else labels
             _cpu.observe_rows(_chunk(x2, r0, r1, cdt), lab, ymode, yfix,
                               vals[:, r0:r1], status[r0:r1])
     bad = np.flatnonzero(status)
@@ -384,7 +385,7 @@ def run_rows(nrows, n, cdt, thr, *, x2=None, gen=GEN_ROWS, params=None, seed=0, 
         for r0 in range(0, nrows, step):
             r1 = min(r0 + step, nrows)
             xc = _chunk(x2, r0, r1, cdt) if x2 is not None else dummy_x
-            lab = labels[r0:r1] if ymode == 2 else dummy_labels
+            lab = labels[r0:r1] if ymode == TARGET_LABELS else dummy_labels
             sc["firstbad"][:] = -1
             nbad0 = int(sc["nbad"].sum())
             _cpu.observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
@@ -434,7 +435,8 @@ class _Borrowed:
         pass
 
 
-TARGETS_MC = {"argmax": 0, "random": 3, "sampled": 4}
+TARGETS_MC = {"argmax": TARGET_ARGMAX, "random": TARGET_RANDOM,
+              "sampled": TARGET_SAMPLED}
 BACKENDS = ("auto", "cpu", "cuda")
 
 
@@ -476,7 +478,7 @@ def _mc_target(target, n):
     if isinstance(target, (numbers.Integral, np.integer)) and not isinstance(target, bool):
         if not 0 <= int(target) < n:
             raise ValueError(f"target={int(target)} is out of range for {n} classes")
-        return 1, int(target)
+        return TARGET_FIXED, int(target)
     raise TypeError(f"target must be 'argmax', 'random', 'sampled' or an int, got {target!r}")
 
 
