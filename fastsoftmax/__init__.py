@@ -4,14 +4,39 @@
 >>> obs = fs.observables([[100.0, 101.0, 99.0]])
 >>> round(float(obs["max_prob"][0]), 4)
 0.6652
+
+Public names: :func:`softmax`, :func:`log_softmax`, :func:`observables`,
+:func:`summarize`, :func:`simulate`, :class:`Summary`, :class:`Stat`,
+``OBS_NAMES``, the models (:mod:`fastsoftmax.models`) and the modules
+:mod:`fastsoftmax.sweep` (``fs.sweep(...)`` runs one), :mod:`fastsoftmax.verify`,
+:mod:`fastsoftmax.theory` and :mod:`fastsoftmax.torch` (imported on first use).
+Importing fastsoftmax compiles nothing.
 """
-from ._math import OBS_NAMES
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from . import models
+from ._math import OBS_NAMES
+from ._version import __version__
 from .api import log_softmax, observables, simulate, softmax, summarize
-from .summary import Stat, Summary
-from .sweep import sweep
+from .summary import ApproximationWarning, Stat, Summary
 
-__version__ = "0.1.0"
+__all__ = ["OBS_NAMES", "ApproximationWarning", "Stat", "Summary", "log_softmax", "models",
+           "observables", "simulate", "softmax", "summarize", "sweep", "verify",
+           "__version__"]
 
-__all__ = ["OBS_NAMES", "Stat", "Summary", "log_softmax", "observables", "softmax",
-           "simulate", "summarize", "sweep", "models", "__version__"]
+# submodules imported on first attribute access (PEP 562): they pull in
+# pandas, scipy or torch only when used
+_LAZY = ("sweep", "verify", "theory", "torch", "plot", "cli", "accumulate", "backends")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -45,3 +45,6 @@ SKETCH_HI = 310.0         # above the largest float64
 SKETCH_NB = int(math.ceil((SKETCH_HI - SKETCH_LO) / SKETCH_W)) + 2
 
 DEFAULT_THRESHOLDS = (1e-3, 1e-6, 1e-9)
+
+# The quantiles every report shows (Stat.to_dict, sweep columns, plots).
+QUANTILES = (0.01, 0.1, 0.5, 0.9, 0.99)

@@ -1,9 +1,9 @@
 r"""Per-row softmax math, written once for every target.
 
 Every function here is a plain function registered with
-``numba.extending.register_jitable``: the CPU drivers (``_cpu``) call it from
-``numba.njit`` code and the CUDA drivers (``_cuda``) from device code, so both
-targets apply the same formulas to the same numbers.
+``numba.extending.register_jitable``: the CPU backend (``backends.cpu``) calls
+it from ``numba.njit`` code and the CUDA backend (``backends.cuda``) from device
+code, so both targets apply the same formulas to the same numbers.
 
 The log-domain method
 ---------------------
@@ -52,6 +52,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
+from ._inputs import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
 from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from ._vmath import fmax, vexp, vlog
 
@@ -276,21 +277,19 @@ def obs_log10(lam):
     return lam * INV_LN10
 
 
-TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED = range(5)
-
-
 @hot
 def row_target(tmode, yfix, labels, r, seed, grow, n):
-    """(ymode, y, u) for ``row_stats`` from a driver's target mode: argmax,
-    a fixed class, labels[r], a uniform label or a categorical sample, the
-    random ones drawn for global row ``grow`` from their own streams."""
+    """(tmode, y, u) for ``row_stats`` from a driver's target mode (a
+    ``TargetMode``): the class y of a fixed, labelled or uniformly drawn
+    target, or the uniform u of a sampled one, the random ones drawn for
+    global row ``grow`` from their own streams."""
     if tmode == TARGET_LABELS:
-        return 1, labels[r], 0.5
+        return tmode, labels[r], 0.5
     if tmode == TARGET_RANDOM:
-        return 1, uniform_int(seed, grow, STREAM_LABEL, n), 0.5
+        return tmode, uniform_int(seed, grow, STREAM_LABEL, n), 0.5
     if tmode == TARGET_SAMPLED:
-        return 2, yfix, uniform(seed, grow, STREAM_SAMPLED, 0)
-    return (0 if tmode == TARGET_ARGMAX else 1), yfix, 0.5
+        return tmode, yfix, uniform(seed, grow, STREAM_SAMPLED, 0)
+    return tmode, yfix, 0.5
 
 
 @hot
@@ -298,9 +297,9 @@ def row_stats(x, n, ymode, y, u):
     """One pass over a row (three reductions and the exp loop): the numbers
     ``logobs`` needs, as (m1, m2, R, E2, E3, V, y_top, x_y, e_y, bad).
 
-    ymode 0: target = argmax; 1: target = y; 2: target sampled from
-    softmax(x) with the uniform u.  A bad row (NaN, +inf, no finite logit)
-    has bad = True and harmless numbers.
+    ymode (a ``TargetMode``): ARGMAX, the target is the top class; SAMPLED,
+    it is drawn from softmax(x) with the uniform u; any other, it is y.  A
+    bad row (NaN, +inf, no finite logit) has bad = True and harmless numbers.
     """
     m1, m2 = row_top2(x, n)
     if not (m1 < np.inf) or m1 == -np.inf:
@@ -325,8 +324,8 @@ def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
     y_top = True
     xy = m1f
     ey = 0.0
-    if ymode != 0:
-        if ymode == 2:
+    if ymode != TARGET_ARGMAX:
+        if ymode == TARGET_SAMPLED:
             s = 1.0 + math.exp(m2f - m1f) * r if m2f > ninf else 1.0
             y = row_sample_index(x, n, m1f, s, u)
         xy = np.float64(x[y])

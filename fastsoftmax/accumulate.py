@@ -175,13 +175,21 @@ def merge_parts_into(dst, src):
 
 
 class Accumulator:
-    """Plain arrays; see the module docstring.  ``merge`` returns a new one."""
+    """Plain arrays; see the module docstring.
+
+    ``merge`` (the union of two sets of rows, in any order) and ``concat``
+    (rows that follow on: ``other`` starts where ``self`` ends, on a segment
+    boundary) return a new accumulator.  ``segments`` holds the ordered
+    segment moments of a run (``None`` once merged out of order): ``concat``
+    folds ``other``'s segments after ``self``'s, so pieces of one run give
+    the bits of one pass.
+    """
 
     __slots__ = ("count", "skipped", "mom", "vmin", "vmax", "nonfinite",
-                 "thresholds", "below", "hist")
+                 "thresholds", "below", "hist", "segments")
 
     def __init__(self, thresholds):
-        thresholds = np.asarray(thresholds, dtype=np.float64)
+        thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
         self.count = 0
         self.skipped = 0
         self.mom = np.zeros((NCH, 3))
@@ -191,28 +199,55 @@ class Accumulator:
         self.thresholds = thresholds
         self.below = np.zeros((NOBS, thresholds.size), dtype=np.int64)
         self.hist = np.zeros((NOBS, SKETCH_NB), dtype=np.int64)
+        self.segments = []
 
     def copy(self):
         new = Accumulator(self.thresholds.copy())
         new.count, new.skipped = self.count, self.skipped
         for name in ("mom", "vmin", "vmax", "nonfinite", "below", "hist"):
             setattr(new, name, getattr(self, name).copy())
+        new.segments = None if self.segments is None else list(self.segments)
         return new
+
+    def add_segments(self, segments):
+        """Append ordered segment moments and fold them into the total."""
+        fold_segments(segments, out=self.mom)
+        if self.segments is not None:
+            self.segments.extend(segments)
 
     def compatible(self, other):
         return (self.thresholds.shape == other.thresholds.shape
                 and np.array_equal(self.thresholds, other.thresholds)
                 and self.hist.shape == other.hist.shape)
 
-    def merge(self, other):
+    def _check(self, other):
         if not isinstance(other, Accumulator):
             raise TypeError(f"cannot merge an Accumulator with {type(other).__name__}")
         if not self.compatible(other):
             raise ValueError(
                 "cannot merge summaries with different thresholds "
                 f"({self.thresholds.tolist()} vs {other.thresholds.tolist()})")
+
+    def merge(self, other):
+        """The union of two disjoint sets of rows (Chan's formula)."""
+        self._check(other)
         new = self.copy()
         merge_parts_into(new, other)
+        new.hist += other.hist
+        new.segments = None
+        return new
+
+    def concat(self, other):
+        """The rows of ``self`` followed by those of ``other`` (a piece of the
+        same run that starts on a segment boundary right after ``self``)."""
+        self._check(other)
+        if other.segments is None or self.segments is None:
+            raise ValueError("concat needs accumulators of one run (not merged ones)")
+        new = self.copy()
+        mom = new.mom.copy()          # the moments continue the ordered fold instead
+        merge_parts_into(new, other)
+        new.mom = mom
+        new.add_segments(other.segments)
         new.hist += other.hist
         return new
 
@@ -241,31 +276,96 @@ class Accumulator:
 
     @classmethod
     def from_dict(cls, d):
-        sk = d["sketch"]
-        if (sk["lo"], sk["hi"], sk["width"]) != (SKETCH_LO, SKETCH_HI, SKETCH_W):
-            raise ValueError("summary was written with a different sketch geometry")
-        acc = cls(_floats_in(d["thresholds"]))
-        acc.count = int(d["count"])
-        acc.skipped = int(d["skipped"])
-        acc.mom = np.array([_floats_in(r) for r in d["moments"]]).reshape(NCH, 3)
-        acc.vmin = _floats_in(d["min"])
-        acc.vmax = _floats_in(d["max"])
-        acc.nonfinite = np.asarray(d["nonfinite"], dtype=np.int64)
-        acc.below = np.asarray(d["below"], dtype=np.int64).reshape(NOBS, -1)
-        for k, bins in enumerate(sk["bins"]):
-            idx = np.asarray(bins[0], dtype=np.int64)
-            acc.hist[k, idx] = np.asarray(bins[1], dtype=np.int64)
-        return acc
+        """The accumulator of ``to_dict``'s output; ValueError naming what is
+        wrong for anything else."""
+        return _from_dict(cls, d)
 
 
 def _floats_out(a):
     return [float(v) if math.isfinite(v) else repr(float(v)) for v in np.asarray(a).ravel()]
 
 
-def _floats_in(a):
-    return np.array([float(v) for v in a], dtype=np.float64)
-
-
 def _sparse(h):
     idx = np.flatnonzero(h)
     return [idx.tolist(), h[idx].tolist()]
+
+
+def _from_dict(cls, d):
+    def need(obj, key, where):
+        if not isinstance(obj, dict):
+            raise ValueError(f"malformed summary: {where} must be an object, got "
+                             f"{type(obj).__name__}")
+        if key not in obj:
+            raise ValueError(f"malformed summary: {where} has no {key!r}")
+        return obj[key]
+
+    def floats(v, what, shape=None):
+        try:
+            a = np.array([float(x) for x in np.asarray(v, dtype=object).ravel()],
+                         dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"malformed summary: {what} must be numbers") from None
+        if shape is not None:
+            if a.size != int(np.prod(shape)):
+                raise ValueError(f"malformed summary: {what} has {a.size} values, expected "
+                                 f"{int(np.prod(shape))}")
+            a = a.reshape(shape)
+        return a
+
+    def ints(v, what, shape=None, nonneg=True):
+        try:
+            a = np.asarray(v)
+            if a.size and a.dtype.kind not in "iu":
+                raise TypeError
+            a = a.astype(np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"malformed summary: {what} must be integers") from None
+        if nonneg and a.size and a.min() < 0:
+            raise ValueError(f"malformed summary: {what} must be >= 0")
+        if shape is not None:
+            if a.size != int(np.prod(shape)):
+                raise ValueError(f"malformed summary: {what} has {a.size} values, expected "
+                                 f"{int(np.prod(shape))}")
+            a = a.reshape(shape)
+        return a
+
+    sk = need(d, "sketch", "the accumulator")
+    geom = tuple(need(sk, k, "sketch") for k in ("lo", "hi", "width"))
+    if geom != (SKETCH_LO, SKETCH_HI, SKETCH_W):
+        raise ValueError("summary was written with a different sketch geometry "
+                         f"({geom}; this version uses {(SKETCH_LO, SKETCH_HI, SKETCH_W)})")
+    thr = floats(need(d, "thresholds", "the accumulator"), "thresholds")
+    if thr.size and not np.all(np.isfinite(thr) & (thr > 0)):
+        raise ValueError("malformed summary: thresholds must be positive finite numbers")
+    acc = cls(thr)
+    for key in ("count", "skipped"):
+        v = need(d, key, "the accumulator")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"malformed summary: {key} must be an integer >= 0, got {v!r}")
+        setattr(acc, key, int(v))
+    acc.mom = floats(need(d, "moments", "the accumulator"), "moments", (NCH, 3))
+    acc.vmin = floats(need(d, "min", "the accumulator"), "min", (NCH,))
+    acc.vmax = floats(need(d, "max", "the accumulator"), "max", (NCH,))
+    acc.nonfinite = ints(need(d, "nonfinite", "the accumulator"), "nonfinite", (NCH,))
+    acc.below = ints(need(d, "below", "the accumulator"), "below", (NOBS, thr.size))
+    bins = need(sk, "bins", "sketch")
+    if not isinstance(bins, list) or len(bins) != NOBS:
+        raise ValueError(f"malformed summary: sketch bins must be a list of {NOBS} entries")
+    for k, b in enumerate(bins):
+        if not isinstance(b, list) or len(b) != 2:
+            raise ValueError(f"malformed summary: sketch bins[{k}] must be [indices, counts]")
+        idx = ints(b[0], f"sketch bins[{k}] indices")
+        cnt = ints(b[1], f"sketch bins[{k}] counts")
+        if idx.shape != cnt.shape or idx.ndim != 1:
+            raise ValueError(f"malformed summary: sketch bins[{k}] indices and counts differ "
+                             "in length")
+        if idx.size and idx.max() >= SKETCH_NB:
+            raise ValueError(f"malformed summary: sketch bins[{k}] index {int(idx.max())} is "
+                             f"outside [0, {SKETCH_NB})")
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"malformed summary: sketch bins[{k}] repeats an index")
+        acc.hist[k, idx] = cnt
+    if int(acc.hist.sum(axis=1).max(initial=0)) > acc.count:
+        raise ValueError("malformed summary: the sketch holds more rows than count")
+    acc.segments = None
+    return acc

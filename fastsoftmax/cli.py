@@ -8,9 +8,9 @@
     fastsoftmax info
 
 Bad arguments exit with status 2 and one line on stderr saying what is
-wrong; a completed run exits 0.
+wrong (checked before any work starts); a failure while running exits 1 with
+its message; an interrupted run exits 130; a completed run exits 0.
 """
-import inspect
 import json
 import math
 import os
@@ -22,6 +22,8 @@ except ImportError:      # the library needs only numpy and numba; the CLI needs
     sys.stderr.write("fastsoftmax: the command line needs the [cli] extra: "
                      "pip install 'fastsoftmax[cli]'\n")
     raise SystemExit(2) from None
+
+from ._util import dumps, jsonable
 
 PROG = "fastsoftmax"
 
@@ -141,8 +143,9 @@ def _fail(msg):
 
 
 def _user_call(fn, *a, **kw):
-    """Run a validation step; its ValueError/TypeError/OS errors are bad
-    arguments (exit 2, one line)."""
+    """Run a validation step (nothing computed yet); its ValueError/TypeError/
+    OS errors are bad arguments (exit 2, one line).  The work itself runs
+    outside: its failures exit 1 (see :func:`main`)."""
     try:
         return fn(*a, **kw)
     except (ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
@@ -174,10 +177,10 @@ def verify(samples, seed, backend, out, as_json, quiet):
     """
     from . import verify as vmod
     samples = vmod.DEFAULT_SAMPLES if samples is None else samples
-    _user_call(_check_backend, backend)
     if out is not None and os.path.exists(out) and not os.path.isdir(out):
         _fail(f"--out {out}: exists and is not a directory")
-    res = vmod.run(samples=samples, seed=seed, backend=backend, out=out, progress=not quiet)
+    exp = _user_call(vmod.prepare, samples=samples, seed=seed, backend=backend, out=out)
+    res = exp.run(progress=not quiet)
     if as_json:
         click.echo(res.to_json())
     elif quiet:
@@ -193,11 +196,6 @@ def _width():
         return max(80, min(120, os.get_terminal_size().columns))
     except OSError:
         return 100
-
-
-def _check_backend(backend):
-    from .api import resolve_backend
-    return resolve_backend(backend)
 
 
 # --------------------------------------------------------------------------
@@ -243,7 +241,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
     """
     from . import _config
     from ._math import OBS_NAMES
-    from .sweep import SweepLocked, plan as make_plan
+    from .sweep import plan as make_plan
     grid, fixed = {}, {}
     for g in grids:
         name, values = parse_assignment(g, "--grid", True)
@@ -278,8 +276,6 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
     with _dask_client(scheduler, workers, connect_timeout) as client:
         try:
             df = p.run(progress=not quiet, client=client)
-        except SweepLocked as e:
-            _fail(str(e))
         except KeyboardInterrupt:
             if out is not None:
                 click.echo(f"\ninterrupted: the finished points are in {out}; "
@@ -289,7 +285,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
         from .plot import plot_sweep
         plot_sweep(df, plot, list(grid), observable=observable)
     if as_json:
-        click.echo(json.dumps(_records(df), allow_nan=False))
+        click.echo(dumps(_records(df)))
     elif not quiet:
         click.echo(format_sweep(df, list(grid) or p.param_order[:1], observable))
         if out is not None:
@@ -299,11 +295,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
 
 
 def _records(df):
-    out = []
-    for rec in df.to_dict("records"):
-        out.append({k: (repr(v) if isinstance(v, float) and not math.isfinite(v) else v)
-                    for k, v in rec.items()})
-    return out
+    return jsonable(df.to_dict("records"))
 
 
 def format_sweep(df, keys, obs="jac_diag_max"):
@@ -313,8 +305,8 @@ def format_sweep(df, keys, obs="jac_diag_max"):
     bcol = f"{obs}_below_1e-06" if f"{obs}_below_1e-06" in df.columns else \
         (below[0] if below else None)
     head = [str(k) for k in keys] + ["median", "mean ± sem", "log10 mean",
-                                      (bcol[len(obs) + 1:].replace("below_", "frac<") if bcol
-                                       else "")]
+                                     (bcol[len(obs) + 1:].replace("below_", "frac<") if bcol
+                                      else "")]
     rows = []
     for _, r in df.iterrows():
         cells = [str(r[k]) for k in keys]
@@ -355,7 +347,7 @@ class _dask_client:
         except ImportError:
             _fail(f"{opt} needs dask.distributed: pip install 'fastsoftmax[dask]'")
         if self.scheduler is not None:
-            from ._dask import connect
+            from .backends.dask import connect
             try:
                 self.client = connect(self.scheduler, timeout=f"{self.timeout}s")
             except ValueError as e:
@@ -396,7 +388,7 @@ def summarize(file, axis, target, nan_policy, backend, as_json, quiet):
     """
     import numpy as np
 
-    import fastsoftmax as fs
+    from . import api
     x = _load_npy(file, "FILE")
     try:
         ax = tuple(int(a) for a in axis.split(",")) if "," in axis else int(axis)
@@ -409,38 +401,22 @@ def summarize(file, axis, target, nan_policy, backend, as_json, quiet):
         tgt = np.asarray(_load_npy(tgt, "--target"))
     elif isinstance(tgt, (bool, float)):
         _fail(f"--target {target!r}: argmax, a class index or a .npy file of labels")
-    kw = {}
-    if x.size >= BIG_FILE_LOGITS and not quiet and \
-            "progress" in inspect.signature(fs.summarize).parameters:
-        kw["progress"] = True          # a bar on stderr for files that take seconds
-    s = _user_call(fs.summarize, x, target=tgt, axis=ax, nan_policy=nan_policy,
-                   backend=backend, **kw)
+    # a bar on stderr for files that take seconds
+    progress = x.size >= BIG_FILE_LOGITS and not quiet
+    call = _user_call(api.prepare_summarize, x, target=tgt, axis=ax, nan_policy=nan_policy,
+                      backend=backend, progress=progress)
+    s = call.run()
     if as_json:
         d = dict(file=os.path.abspath(file), shape=list(x.shape), dtype=str(x.dtype),
                  samples=s.samples, skipped=s.skipped,
                  observables={name: s[name].to_dict() for name in s.keys()},
                  summary=s.to_dict())
-        click.echo(json.dumps(_json_safe(d), allow_nan=False))
+        click.echo(dumps(d))
     else:
         click.echo(f"{file}: shape {tuple(x.shape)}, {x.dtype}, softmax over axis {ax}, "
                    f"target {target}: {s.samples:,} rows" +
                    (f", {s.skipped:,} skipped (NaN/+inf or no finite logit)" if s.skipped else ""))
         click.echo("\n".join(repr(s).split("\n")[1:]))
-
-
-def _json_safe(obj):
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (list, dict)):
-        try:
-            obj = obj.item()
-        except (TypeError, ValueError):
-            pass
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return repr(obj)
-    return obj
 
 
 def _load_npy(path, what):
@@ -481,7 +457,7 @@ def collect_info():
     import numpy as np
 
     import fastsoftmax as fs
-    from . import _cuda_guard
+    from .backends import cuda_status
     fs.softmax(np.zeros((4, 3)))          # a tiny parallel call: the threading layer starts
     try:
         layer = numba.threading_layer()
@@ -496,12 +472,8 @@ def collect_info():
     cpu, feats = _cpu_info()
     d["cpu"] = cpu
     d["vector width"] = feats
-    try:
-        ok = _cuda_guard.available()
-        d["cuda"] = "available" if ok else "not available: " + " ".join(
-            str(_cuda_guard.reason()).split())
-    except Exception as e:                 # a broken CUDA install must not break info
-        d["cuda"] = f"not available: {type(e).__name__}: {e}"
+    ok, why = cuda_status()                # never raises
+    d["cuda"] = "available" if ok else "not available: " + " ".join(str(why).split())
     d["numba cache"] = _cache_dir()
     return d
 
@@ -544,8 +516,8 @@ def _cache_dir():
     import numba
     env = numba.config.CACHE_DIR
     try:
-        from . import _cpu
-        path = _cpu.observe_chunk._cache._cache_path
+        from .backends import cpu
+        path = cpu.observe_chunk._cache._cache_path
         return path + (" (NUMBA_CACHE_DIR)" if env else "")
     except Exception:
         pass
@@ -572,6 +544,13 @@ def main(argv=None):
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(f"{PROG}: interrupted", err=True)
         return 130
+    except Exception as e:     # a failure while running (arguments were checked before)
+        sub = " ".join([PROG] + [a for a in args[:1] if not a.startswith("-")])
+        msg = " ".join(str(e).split()) or type(e).__name__
+        click.echo(f"{sub}: error: {msg}", err=True)
+        if os.environ.get("FASTSOFTMAX_TRACEBACK"):
+            raise
+        return 1
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")

@@ -22,89 +22,56 @@ correlated (their differences are what is precise).
 ``T`` is the temperature (logits divided by it).  Models are frozen value
 objects; ``params`` is what sweeps and ``Summary.config`` record.
 """
+from __future__ import annotations
+
 import math
-import numbers
 from dataclasses import asdict, dataclass
+from typing import Any, Callable, ClassVar
 
 import numpy as np
-from numba.extending import register_jitable
 
-from . import _rng
+from . import _gen
+from ._inputs import check_int, check_real
 
 __all__ = ["Gaussian", "Shifted", "DotProduct", "MODELS"]
 
-# generator codes understood by ``model_row``
-GEN_ROWS = -1        # rows come from an array, not a model
-GEN_AFFINE = 0       # x = a + b z
-GEN_DOT_EXACT = 1    # x = b sqrt(chi2(d)) z
-GEN_DOT_EXPLICIT = 2  # x = b q.k_j
+
+def _N(name: str, v: Any) -> int:
+    return check_int(name, v, 1)
 
 
-def _check_int(name, v, lo):
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        else:
-            raise TypeError(f"{name} must be an integer, got {v!r}")
-    v = int(v)
-    if v < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {v}")
-    return v
+def _REAL(name: str, v: Any) -> float:
+    return check_real(name, v)
 
 
-def _check_float(name, v, positive=False, nonneg=False):
-    if isinstance(v, bool) or not isinstance(v, (numbers.Real, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
-    if positive and not v > 0:
-        raise ValueError(f"{name} must be > 0, got {v}")
-    if nonneg and v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v}")
-    return v
+def _NONNEG(name: str, v: Any) -> float:
+    return check_real(name, v, nonneg=True)
 
 
-def _N(name, v):
-    return _check_int(name, v, 1)
-
-
-def _REAL(name, v):
-    return _check_float(name, v)
-
-
-def _NONNEG(name, v):
-    return _check_float(name, v, nonneg=True)
-
-
-def _POSITIVE(name, v):
-    return _check_float(name, v, positive=True)
-
-
-def _affine(a, b, temperature):
-    """x = (a + b z) / temperature as the kernels' (code, parameters)."""
-    return GEN_AFFINE, np.array([a / temperature, b / temperature, 0.0])
+def _POSITIVE(name: str, v: Any) -> float:
+    return check_real(name, v, positive=True)
 
 
 class _Model:
-    name = "model"
+    """Base of the model classes: validation at construction, ``params``,
+    and the generator spec the backends draw rows from."""
+    name: ClassVar[str] = "model"
+    n: int
     # field -> validator, applied (and the value normalised) at construction
-    _checks = {}
+    _checks: ClassVar[dict[str, Callable[[str, Any], Any]]] = {}
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for field_name, check in self._checks.items():
             object.__setattr__(self, field_name, check(field_name, getattr(self, field_name)))
 
     @property
-    def params(self):
-        return asdict(self)
+    def params(self) -> dict:
+        """The model's parameters (a dict of its fields), as configurations record them."""
+        return asdict(self)  # type: ignore[call-overload]
 
-    def _gen(self):
-        """(generator code, float64 parameter vector) for the kernels."""
+    def gen_spec(self) -> _gen.GenSpec:
+        """What the kernels draw rows from (see ``fastsoftmax._gen``)."""
         raise NotImplementedError
-
-    def scratch_len(self):
-        return self.n
 
 
 @dataclass(frozen=True)
@@ -117,8 +84,8 @@ class Gaussian(_Model):
     name = "gaussian"
     _checks = dict(n=_N, scale=_NONNEG, mean=_REAL, temperature=_POSITIVE)
 
-    def _gen(self):
-        return _affine(self.mean, self.scale, self.temperature)
+    def gen_spec(self) -> _gen.GenSpec:
+        return _gen.affine(self.n, self.mean, self.scale, self.temperature)
 
 
 @dataclass(frozen=True)
@@ -131,8 +98,8 @@ class Shifted(_Model):
     name = "shifted"
     _checks = dict(n=_N, offset=_REAL, spread=_NONNEG, temperature=_POSITIVE)
 
-    def _gen(self):
-        return _affine(self.offset, self.spread, self.temperature)
+    def gen_spec(self) -> _gen.GenSpec:
+        return _gen.affine(self.n, self.offset, self.spread, self.temperature)
 
 
 @dataclass(frozen=True)
@@ -157,42 +124,11 @@ class DotProduct(_Model):
         if self.method == "explicit" and self.n * self.d_k > 2 ** 34:
             raise ValueError("explicit DotProduct needs n * d_k <= 2**34 per row")
 
-    def _gen(self):
+    def gen_spec(self) -> _gen.GenSpec:
         b = (1.0 / math.sqrt(self.d_k) if self.scaled else 1.0) / self.temperature
-        code = GEN_DOT_EXACT if self.method == "exact" else GEN_DOT_EXPLICIT
-        return code, np.array([0.0, b, float(self.d_k)])
-
-    def scratch_len(self):
-        return max(self.n, self.d_k if self.method == "explicit" else 0)
+        code = _gen.GEN_DOT_EXACT if self.method == "exact" else _gen.GEN_DOT_EXPLICIT
+        scratch = max(self.n, self.d_k if self.method == "explicit" else 0)
+        return _gen.GenSpec(code, (0.0, b, float(self.d_k)), self.n, scratch)
 
 
 MODELS = {"gaussian": Gaussian, "shifted": Shifted, "dotproduct": DotProduct}
-
-
-@register_jitable
-def model_row(gen, params, seed, row, n, buf, qbuf):
-    """Draw row ``row`` of a model into buf[:n] (dtype of buf).
-
-    ``qbuf`` is scratch of length >= d_k for the explicit DotProduct.
-    """
-    T = buf.dtype.type
-    if gen == GEN_DOT_EXPLICIT:
-        d = int(params[2])
-        _rng.fill_normals(qbuf, d, seed, row, _rng.STREAM_QUERY)
-        b = params[1]
-        for j in range(n):
-            acc = 0.0
-            for t in range(d):
-                acc += np.float64(qbuf[t]) * _rng.normal(seed, row, _rng.STREAM_KEYS, j * d + t)
-            buf[j] = T(b * acc)
-        return
-    _rng.fill_normals(buf, n, seed, row, _rng.STREAM_LOGITS)
-    if gen == GEN_DOT_EXACT:
-        b = T(params[1] * math.sqrt(_rng.chi2(seed, row, _rng.STREAM_SCALE, params[2])))
-        for i in range(n):
-            buf[i] = b * buf[i]
-    else:
-        a = T(params[0])
-        b = T(params[1])
-        for i in range(n):
-            buf[i] = a + b * buf[i]

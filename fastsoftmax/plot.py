@@ -10,7 +10,9 @@ import numpy as np
 
 __all__ = ["plot_sweep", "verify_plots", "quantile_bands"]
 
-QCOLS = ("q0.01", "q0.1", "q0.5", "q0.9", "q0.99")
+from ._config import QUANTILES
+
+QCOLS = tuple(f"q{q:g}" for q in QUANTILES)
 FLOOR = 1e-300          # quantiles that underflow float64 are drawn at the floor
 
 
@@ -211,4 +213,3 @@ def plot_sweep(df, path, grid_keys, observable="jac_diag_max", x=None):
                  "samples per point", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, os.fspath(path))
-

@@ -7,14 +7,22 @@ exact fractions below the configured thresholds.
 """
 import json
 import math
+import warnings
 
 import numpy as np
 
-from ._config import SKETCH_GAMMA, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._config import DEFAULT_THRESHOLDS, QUANTILES, SKETCH_GAMMA, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._inputs import check_thresholds
 from ._math import NOBS, OBS_NAMES
+from ._util import jsonable
 from .accumulate import Accumulator
 
-__all__ = ["Summary", "Stat"]
+__all__ = ["Summary", "Stat", "ApproximationWarning"]
+
+
+class ApproximationWarning(UserWarning):
+    """A statistic read from the sketch at bucket resolution, not counted
+    exactly (``Stat.fraction_below`` of a threshold that was not configured)."""
 
 
 class Stat:
@@ -124,26 +132,79 @@ class Stat:
     def median(self):
         return self.quantile(0.5)
 
+    def _sketch_bounds(self, t):
+        """(rows surely below t, rows possibly below t) from the sketch."""
+        h = self._acc.hist[self._k]
+        lt = math.log10(t)
+        f = (lt - SKETCH_LO) / SKETCH_W
+        i = int(np.clip(math.floor(f) + 1, 0, SKETCH_NB - 1))    # the bucket holding t
+        lo = int(h[:i].sum())
+        return lo, lo + int(h[i])
+
     def fraction_below(self, t):
-        """Fraction of rows whose value is < t: exact for a configured
-        threshold, from the sketch (bucket resolution) otherwise."""
+        """Fraction of rows whose value is < t.
+
+        Exact for a threshold configured in the run (``Summary.thresholds``),
+        1.0 for t = +inf and 0.0 for t <= 0.  Any other t is read from the
+        sketch at bucket resolution (values within 1% of t may fall on either
+        side; :meth:`fraction_below_bounds` gives the guaranteed interval)
+        and says so with an :class:`ApproximationWarning`.  NaN raises.
+        """
         acc = self._acc
+        t = float(t)
+        if t != t:
+            raise ValueError("fraction_below(nan): the threshold must be a number")
         if acc.count == 0:
             return math.nan
         hit = np.flatnonzero(acc.thresholds == t)
         if hit.size:
             return float(acc.below[self._k, hit[0]] / acc.count)
+        if t == math.inf:
+            return 1.0
         if not t > 0:
             return 0.0
-        h = acc.hist[self._k]
-        lt = math.log10(t)
-        i = int(np.clip(math.floor((lt - SKETCH_LO) / SKETCH_W) + 1, 0, SKETCH_NB - 1))
-        return float(h[:i].sum()) / acc.count
+        warnings.warn(f"fraction_below({t:g}) of {self.name}: {t:g} is not a configured "
+                      f"threshold {self._acc.thresholds.tolist()}; the answer comes from the "
+                      "sketch at 1% bucket resolution (pass it in thresholds= to count it "
+                      "exactly)", ApproximationWarning, stacklevel=2)
+        lo, hi = self._sketch_bounds(t)
+        return float(lo) / acc.count
 
-    def to_dict(self, quantiles=(0.01, 0.1, 0.5, 0.9, 0.99)):
-        d = dict(mean=self.mean, std=self.std, sem=self.sem, min=self.min, max=self.max,
-                 log10_mean=self.log10_mean, log10_std=self.log10_std,
-                 log10_sem=self.log10_sem, nonfinite=self.nonfinite)
+    def fraction_below_bounds(self, t):
+        """(lo, hi): guaranteed bounds of the fraction of rows below t (equal
+        for a configured threshold; otherwise the sketch bucket holding t is
+        counted out, then in)."""
+        acc = self._acc
+        t = float(t)
+        if t != t:
+            raise ValueError("fraction_below_bounds(nan): the threshold must be a number")
+        if acc.count == 0:
+            return (math.nan, math.nan)
+        hit = np.flatnonzero(acc.thresholds == t)
+        if hit.size:
+            f = float(acc.below[self._k, hit[0]] / acc.count)
+            return (f, f)
+        if t == math.inf:
+            return (1.0, 1.0)
+        if not t > 0:
+            return (0.0, 0.0)
+        lo, hi = self._sketch_bounds(t)
+        return (lo / acc.count, hi / acc.count)
+
+    MOMENT_KEYS = ("mean", "std", "sem", "min", "max", "log10_mean", "log10_std",
+                   "log10_sem", "nonfinite")
+
+    @staticmethod
+    def keys(thresholds=DEFAULT_THRESHOLDS, quantiles=QUANTILES):
+        """The keys of :meth:`to_dict`, in order (the sweep's column suffixes)."""
+        return (list(Stat.MOMENT_KEYS) + [f"q{q:g}" for q in quantiles]
+                + [f"below_{t:g}" for t in thresholds])
+
+    def to_dict(self, quantiles=QUANTILES):
+        """The moments, the quantiles ``q<q>`` and the exact fractions below
+        each configured threshold ``below_<t>``, as a dict of floats (keys in
+        the order of :meth:`keys`)."""
+        d = {k: getattr(self, k) for k in self.MOMENT_KEYS}
         for q in quantiles:
             d[f"q{q:g}"] = float(self.quantile(q))
         for t in self._acc.thresholds:
@@ -156,10 +217,65 @@ class Stat:
                 f"min={self.min:.4g}, max={self.max:.4g})")
 
 
-class Summary:
-    """Streaming summary of the observables over many rows (see DESIGN)."""
+def _leaves(config):
+    """The configurations of the runs a summary was merged from."""
+    if not config:
+        return []
+    if config.get("source") == "merged":
+        return list(config.get("parts", []))
+    return [config]
 
-    def __init__(self, acc, config=None):
+
+def _rows_overlap(a, b):
+    """Do two run configurations share random rows (same seed, overlapping
+    row ranges of the Monte Carlo stream)?"""
+    if a.get("source") != "simulate" or b.get("source") != "simulate":
+        return False
+    if a.get("seed") != b.get("seed"):
+        return False
+    ra = a.get("rows", [0, a.get("samples", 0)])
+    rb = b.get("rows", [0, b.get("samples", 0)])
+    return ra[0] < rb[1] and rb[0] < ra[1]
+
+
+def merged_config(a, b):
+    """The configuration of the union of two summaries: flat (the leaf
+    configurations, however many merges deep), or one of them when they are
+    the same array-run record or the other is empty.  ValueError when the two
+    drew the same random rows (their statistics are not independent)."""
+    la, lb = _leaves(a), _leaves(b)
+    for x in la:
+        for y in lb:
+            if _rows_overlap(x, y):
+                raise ValueError(
+                    f"cannot merge summaries that drew the same random rows (seed "
+                    f"{x['seed']}, rows {x.get('rows')} and {y.get('rows')}): the merged "
+                    "standard errors would be too small; simulate with different seeds")
+    if not lb:
+        return dict(a or {})
+    if not la:
+        return dict(b or {})
+    parts = la + lb
+    out = {"source": "merged", "parts": parts}
+    if all("samples" in p for p in parts):
+        out["samples"] = sum(int(p["samples"]) for p in parts)
+    return out
+
+
+class Summary:
+    """Streaming summary of the observables over many rows.
+
+    ``s["jac_diag_max"]`` is a :class:`Stat`; ``s.samples`` the rows
+    included, ``s.skipped`` the rows omitted, ``s.config`` the run's record.
+    ``Summary()`` (or ``Summary(thresholds=...)``) is an empty summary, the
+    identity of :meth:`merge`.
+    """
+
+    def __init__(self, acc=None, config=None, *, thresholds=DEFAULT_THRESHOLDS):
+        if acc is None:
+            acc = Accumulator(check_thresholds(thresholds))
+        elif not isinstance(acc, Accumulator):
+            raise TypeError(f"acc must be an Accumulator or None, got {type(acc).__name__}")
         self._acc = acc
         self.config = dict(config or {})
 
@@ -191,13 +307,16 @@ class Summary:
 
     def merge(self, other):
         """A new Summary of the union of both sets of rows (neither argument
-        is modified).  Configurations that differ are kept as a list."""
+        is modified).  The configuration lists the runs merged (flat).
+        Refuses summaries with different thresholds, and two Monte Carlo
+        summaries that drew the same random rows (same seed)."""
         if not isinstance(other, Summary):
             raise TypeError(f"cannot merge a Summary with {type(other).__name__}")
+        if self.config == other.config and self.config.get("source") == "array":
+            cfg = dict(self.config)
+        else:
+            cfg = merged_config(self.config, other.config)
         acc = self._acc.merge(other._acc)
-        cfg = dict(self.config)
-        if other.config and other.config != self.config:
-            cfg = {"merged": [self.config, other.config]}
         return Summary(acc, cfg)
 
     def __add__(self, other):
@@ -209,18 +328,31 @@ class Summary:
         return self._acc == other._acc and self.config == other.config
 
     def to_dict(self):
-        return {"config": _jsonable(self.config), "accumulator": self._acc.to_dict()}
+        return {"config": jsonable(self.config), "accumulator": self._acc.to_dict()}
 
     @classmethod
     def from_dict(cls, d):
-        return cls(Accumulator.from_dict(d["accumulator"]), d.get("config", {}))
+        """The Summary of :meth:`to_dict`'s output; ValueError naming what is
+        wrong for anything else."""
+        if not isinstance(d, dict):
+            raise ValueError(f"malformed summary: expected an object, got {type(d).__name__}")
+        if "accumulator" not in d:
+            raise ValueError("malformed summary: no 'accumulator'")
+        cfg = d.get("config", {})
+        if not isinstance(cfg, dict):
+            raise ValueError("malformed summary: 'config' must be an object")
+        return cls(Accumulator.from_dict(d["accumulator"]), cfg)
 
     def to_json(self, **kw):
         return json.dumps(self.to_dict(), allow_nan=False, **kw)
 
     @classmethod
     def from_json(cls, s):
-        return cls.from_dict(json.loads(s))
+        try:
+            d = json.loads(s)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"malformed summary: not JSON ({e})") from None
+        return cls.from_dict(d)
 
     def to_frame(self):
         """pandas DataFrame, one row per observable."""
@@ -238,18 +370,3 @@ class Summary:
             lines.append(f"  {name:<{w}}  {s.mean:11.5g} {s.sem:9.2g} {s.median:10.4g} "
                          f"{s.log10_mean:11.5g} {s.min:10.4g} {s.max:10.4g}")
         return "\n".join(lines)
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if math.isfinite(v) else repr(v)
-    if isinstance(obj, (str, int, bool)) or obj is None:
-        return obj
-    return repr(obj)

@@ -222,15 +222,32 @@ def test_summarize_bad(tmp_path, logits, monkeypatch, capsys):
         ([path, "--axis", "2"], "axis"),
         ([path, "--axis", "x"], "--axis"),
         (["z.npz"], ".npy"),
-        (["nan.npy"], "row 7"),
     ]
     for args, match in cases:
         assert cli.main(["summarize", *map(str, args)]) == 2, args
         err = capsys.readouterr().err
         lines = [l for l in err.splitlines() if l.strip()]
         assert len(lines) == 1 and match in lines[0], (args, err)
+    # a bad row is found while running, not an argument error: exit 1, one line
+    assert cli.main(["summarize", "nan.npy"]) == 1
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and "row 7" in lines[0] and "usage" not in lines[0].lower()
     assert cli.main(["summarize", "nan.npy", "--nan-policy", "omit", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["skipped"] == 1
+
+
+def test_failure_while_running_exits_1(tmp_path, monkeypatch, capsys):
+    """Arguments are fine; the run itself fails (float32 overflow of a generated
+    row): exit 1 with the message, not a usage error; the finished points
+    stay on disk."""
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["sweep", "--model", "gaussian", "--set", "n=8", "--grid", "scale=1,1e38",
+                   "--samples", "2000", "--out", "s.csv", "--quiet"])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 1, err
+    assert len(lines) == 1 and "non-finite" in lines[0] and "usage" not in lines[0].lower()
+    assert len(read_table("s.csv")) == 1                  # the finished point was kept
 
 
 def test_info():
@@ -252,7 +269,7 @@ def test_console_script_entry_point():
 
 def test_sweep_local_dask_cluster(tmp_path):
     pytest.importorskip("distributed")
-    pytest.importorskip("fastsoftmax._dask")
+    pytest.importorskip("distributed")
     rc, out, err = run("sweep", "-m", "gaussian", "-g", "scale=1,4", "-s", "n=8",
                        "--samples", "3000", "--workers", "2", "-o", "d.csv", "-q",
                        cwd=tmp_path)

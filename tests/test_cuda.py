@@ -1,4 +1,4 @@
-"""CUDA backend (fastsoftmax/_cuda.py) without a GPU.
+"""CUDA backend (fastsoftmax/backends/cuda/) without a GPU.
 
 * Under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, which must be set
   before ``numba.cuda`` is first imported, hence a child interpreter: this file
@@ -54,11 +54,12 @@ def _run_child(mode, **env):
 # child side (runs as a script, numba.cuda imported here only)
 
 def _patch(tpb=32, vpt=4, grid=3, block_logits=None, launch_logits=1 << 10):
-    from fastsoftmax import _config, _cuda
-    _cuda.THREADS_PER_BLOCK = tpb
-    _cuda.VALUES_PER_THREAD = vpt
-    _cuda.MAX_GRID = grid
-    _cuda.LAUNCH_LOGITS = launch_logits
+    from fastsoftmax import _config
+    from fastsoftmax.backends.cuda import _settings
+    _settings.THREADS_PER_BLOCK = tpb
+    _settings.VALUES_PER_THREAD = vpt
+    _settings.MAX_GRID = grid
+    _settings.LAUNCH_LOGITS = launch_logits
     _config.BLOCK_LOGITS = block_logits if block_logits else 1 << 16
 
 
@@ -83,11 +84,10 @@ def _sim_pair(model, samples, **kw):
 
 def _arr_pair(x, **kw):
     import fastsoftmax as fs
-    from fastsoftmax import _cuda
     from numba import cuda
     a = fs.summarize(x, backend="cpu", **kw)
     b = fs.summarize(x, backend="cuda", **kw)
-    c = _cuda.summarize(cuda.to_device(x), **kw)       # the device-array path
+    c = fs.summarize(cuda.to_device(x), **kw)          # the device-array path
     return {"cpu": a.to_dict(), "gpu": b.to_dict(), "config_equal": a.config == b.config,
             "device_equals_host": c == b}
 
@@ -106,7 +106,10 @@ class _CAI:
 
 def _scenarios():
     import fastsoftmax as fs
-    from fastsoftmax import _cuda, api
+    from fastsoftmax._inputs import mc_target
+    from fastsoftmax.backends import get_backend
+    from fastsoftmax.backends.common import ModelJob
+    from fastsoftmax.backends.cuda import _kernels, _launch
     from fastsoftmax.models import DotProduct, Gaussian, Shifted
     from numba import cuda
     S = {}
@@ -161,8 +164,14 @@ def _scenarios():
         _patch(block_logits=16, launch_logits=512)
         m = Gaussian(n=5)
         thr = np.array([1e-3, 0.1])
-        a, sa = api.run_model_rows(m, 256, 300, 9, 0, 0, thr, np.dtype(np.float32))
-        b, sb = _cuda.run_model(m, 300, 9, 0, 0, thr, np.dtype(np.float32), row0=256)
+
+        def job(samples, row0):
+            return ModelJob(gen=m.gen_spec(), samples=samples, seed=9,
+                            target=mc_target("argmax", 5), thresholds=thr,
+                            dtype=np.dtype(np.float32), row0=row0)
+        a = get_backend("cpu").summarize_model(job(300, 256))
+        b = get_backend("cuda").summarize_model(job(300, 256))
+        sa, sb = a.segments, b.segments
         out = {"nseg": [len(sa), len(sb)],
                "seg_close": bool(np.allclose(np.array(sa), np.array(sb), rtol=1e-6,
                                              atol=1e-12)),
@@ -171,7 +180,7 @@ def _scenarios():
                                   and np.array_equal(a.below, b.below)
                                   and np.array_equal(a.nonfinite, b.nonfinite))}
         try:
-            _cuda.run_model(m, 10, 9, 0, 0, thr, np.dtype(np.float32), row0=3)
+            get_backend("cuda").summarize_model(job(10, 3))
             out["misaligned"] = "no error"
         except ValueError as e:
             out["misaligned"] = str(e)
@@ -238,7 +247,7 @@ def _scenarios():
         msgs = []
         for f in (lambda: fs.summarize(x, backend="cpu"),
                   lambda: fs.summarize(x, backend="cuda"),
-                  lambda: _cuda.summarize(cuda.to_device(x)),
+                  lambda: fs.summarize(cuda.to_device(x)),
                   lambda: fs.summarize(_CAI(x))):
             try:
                 f()
@@ -289,7 +298,7 @@ def _scenarios():
         for name, (a, axis) in cases.items():
             for log in (False, True):
                 ref = (fs.log_softmax if log else fs.softmax)(a, axis=axis)
-                got = _cuda.softmax(cuda.to_device(np.ascontiguousarray(a)), axis, log)
+                got = _launch.softmax(cuda.to_device(np.ascontiguousarray(a)), axis, log)
                 got = got.copy_to_host()
                 ref64 = np.asarray(ref, np.float64)
                 got64 = np.asarray(got, np.float64)
@@ -308,17 +317,17 @@ def _scenarios():
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
         _patch()
-        ks = [_cuda._kernel("observe", 32, 1, True), _cuda._kernel("observe", 32, 4, False),
-              _cuda._kernel("softmax", 32, 4, True), _cuda._copy4]
-        return {"jit": dict(_cuda._JIT), "fastmath": [bool(k._fastmath) for k in ks]}
+        ks = [_kernels._kernel("observe", 32, 1, True), _kernels._kernel("observe", 32, 4, False),
+              _kernels._kernel("softmax", 32, 4, True), _kernels._copy4]
+        return {"jit": dict(_kernels._JIT), "fastmath": [bool(k._fastmath) for k in ks]}
     add("kernel_options", kernel_options)
     return S
 
 
 def _child_sim():
     import time
-    from fastsoftmax import _cuda
-    ok, why = _cuda.probe()
+    from fastsoftmax.backends.cuda import _kernels
+    ok, why = _kernels.probe()
     res = {"_probe": [ok, why]}
     for name, fn in _scenarios().items():
         t0 = time.time()
@@ -334,9 +343,10 @@ def _child_sim():
 
 def _child_nogpu():
     import fastsoftmax as fs
-    from fastsoftmax import _cuda_guard
+    from fastsoftmax.backends import cuda_status
     from fastsoftmax.models import Gaussian
-    out = {"available": _cuda_guard.available(), "reason": _cuda_guard.reason()}
+    ok, why = cuda_status()
+    out = {"available": ok, "reason": why}
     try:
         fs.simulate(Gaussian(n=4), 10, backend="cuda")
         out["cuda"] = "no error"
@@ -374,7 +384,7 @@ def _child_ptx():
     # device functions ask the current device for its compute capability;
     # there is none here: answer sm_90 (H100/H200)
     disp.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
-    from fastsoftmax import _cuda
+    from fastsoftmax.backends.cuda import _kernels as _cuda
 
     def a(dt, nd, layout="A"):
         return T.Array(dt, nd, layout)

@@ -17,9 +17,19 @@ da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
 
 import fastsoftmax as fs  # noqa: E402
-from fastsoftmax import _config, _dask  # noqa: E402
-from fastsoftmax.accumulate import SEGMENT_BLOCKS, fold_segments  # noqa: E402
+from fastsoftmax import _config  # noqa: E402
+from fastsoftmax._inputs import check_dtype, mc_target  # noqa: E402
+from fastsoftmax.accumulate import SEGMENT_BLOCKS  # noqa: E402
+from fastsoftmax.backends import dask as _dask  # noqa: E402
+from fastsoftmax.backends import get_backend  # noqa: E402
+from fastsoftmax.backends.common import ModelJob  # noqa: E402
 from fastsoftmax.models import DotProduct, Gaussian  # noqa: E402
+
+
+def mjob(model, samples, seed, target="argmax", dtype=np.float32, row0=0):
+    return ModelJob(gen=model.gen_spec(), samples=samples, seed=seed,
+                    target=mc_target(target, model.n), thresholds=ref_thr(),
+                    dtype=check_dtype(dtype), row0=row0)
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +92,8 @@ def test_simulate_tasks_of_several_segments(client):
     samples = 5 * seg_rows(8) - 1
     ref = local(model, samples, seed=11, target="random")._acc.to_dict()
     for spt in (1, 2, 3, 5):
-        acc, segs = _dask.run_model(client, model, samples, 11, 3, 0, ref_thr(), np.float32,
-                                    segments_per_task=spt)
-        fold_segments(segs, out=acc.mom)
+        acc = _dask.run_model(client, mjob(model, samples, 11, "random"),
+                              segments_per_task=spt)
         assert acc.to_dict() == ref, spt
 
 
@@ -106,7 +115,7 @@ def test_progress_and_warm_once(client):
     model = Gaussian(n=16)
     samples = 3 * seg_rows(16)
     bar = Progress()
-    _dask.run_model(client, model, samples, 0, 0, 0, ref_thr(), np.float64, progress=bar,
+    _dask.run_model(client, mjob(model, samples, 0, dtype=np.float64), progress=bar,
                     segments_per_task=1)
     assert bar.total == samples and bar.calls == 3
     # every worker compiled float64 once, before its first task
@@ -115,34 +124,33 @@ def test_progress_and_warm_once(client):
     assert {(a, ("cpu", "<f8")) for a in client.nthreads()} <= _dask._WARMED[client]
 
 
-def test_cuda_backend_routes_to_cuda_run_model(monkeypatch):
-    """backend="cuda" pieces call _cuda.run_model(model, nrows, ..., row0=)
-    on the worker (the GPU path itself is tested in test_cuda.py)."""
-    import sys
-    import types
-
-    import fastsoftmax
+def test_cuda_backend_routes_to_cuda_backend(monkeypatch):
+    """backend="cuda" pieces call the CUDA backend's summarize_model(job) on
+    the worker, through the registry (the GPU path itself is tested in
+    test_cuda.py)."""
+    import fastsoftmax.backends as registry
     calls = []
-    ref_acc, ref_segs = fastsoftmax.api.run_model_rows(Gaussian(n=4), seg_rows(4), 10, 1, 0, 0,
-                                                       ref_thr(), np.float32)
+    job = mjob(Gaussian(n=4), 10, 1, row0=seg_rows(4))
+    ref_acc = get_backend("cpu").summarize_model(job)
 
-    def run_model(model, nrows, seed, ymode, yfix, thr, dt, row0=0, progress=None):
-        calls.append((model, nrows, seed, ymode, yfix, row0, progress))
-        return ref_acc.copy(), ref_segs
+    class Fake:
+        def summarize_model(self, j, progress=None):
+            calls.append((j, progress))
+            return ref_acc.copy()
 
-    fake = types.SimpleNamespace(run_model=run_model)
-    monkeypatch.setitem(sys.modules, "fastsoftmax._cuda", fake)
-    monkeypatch.setattr(fastsoftmax, "_cuda", fake, raising=False)
-    packed, segs = _dask._run_piece(Gaussian(n=4), seg_rows(4), 10, 1, 0, 0, ref_thr(),
-                                    np.float32, "cuda")
-    assert calls == [(Gaussian(n=4), 10, 1, 0, 0, seg_rows(4), None)]
+    real = registry.get_backend
+    monkeypatch.setattr(_dask, "get_backend",
+                        lambda name, **kw: Fake() if name == "cuda" else real(name, **kw))
+    packed = _dask._run_piece(job, "cuda")
+    assert calls == [(job, None)]
     assert packed.unpack().to_dict() == ref_acc.to_dict()
-    assert np.array_equal(segs, np.array(ref_segs).reshape(-1, *ref_segs[0].shape))
+    assert [s.tolist() for s in packed.unpack().segments] == \
+        [s.tolist() for s in ref_acc.segments]
 
 
 def test_backend_resolved_on_the_workers(client):
-    from fastsoftmax import _cuda_guard
-    if any(client.run(_cuda_guard.available).values()):
+    from fastsoftmax.backends import cuda_status
+    if any(ok for ok, _ in client.run(cuda_status).values()):
         pytest.skip("workers have a GPU")
     assert _dask.resolve_backend(client, "auto") == "cpu"
     assert _dask.resolve_backend(client, "cpu") == "cpu"
@@ -188,9 +196,8 @@ def test_worker_killed_mid_run_same_result(client):
                 killed.append((busy[0], self.calls))
 
     bar = KillOnce()
-    acc, segs = _dask.run_model(client, model, samples, 5, 3, 0, ref_thr(), np.float32,
-                                progress=bar, segments_per_task=1)
-    fold_segments(segs, out=acc.mom)
+    acc = _dask.run_model(client, mjob(model, samples, 5, "random"), progress=bar,
+                          segments_per_task=1)
     assert killed and killed[0][1] < 41                # killed while tasks were left
     assert bar.total == samples
     ref = local(model, samples, seed=5, target="random")

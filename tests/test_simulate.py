@@ -180,7 +180,7 @@ def test_bad_model_parameters(make, err):
 
 
 BEFORE_WORK = """
-import fastsoftmax as fs, fastsoftmax._cpu as cpu
+import fastsoftmax as fs, fastsoftmax.backends.cpu as cpu
 m = fs.models.Gaussian(n=4)
 bad = [dict(samples=0), dict(samples=-3), dict(samples=2.5), dict(samples=10, seed=-1),
        dict(samples=10, dtype="int32"), dict(samples=10, target="foo"),

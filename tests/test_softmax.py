@@ -96,5 +96,18 @@ def test_empty_and_bad_inputs():
         fs.softmax(np.ones((2, 3)), axis=2)
     with pytest.raises(TypeError, match="axis"):
         fs.softmax(np.ones((2, 3)), axis=1.0)
-    with pytest.raises(ValueError, match="scalar"):
-        fs.softmax(np.float64(1.0))
+    with pytest.raises(np.exceptions.AxisError):
+        fs.softmax(np.float64(1.0), axis=1)
+
+
+@pytest.mark.parametrize("x", [np.float64(1.0), np.float32(-3.5), 7, np.array(2.0)])
+def test_zero_d_input_is_one_logit_as_scipy(x):
+    """A 0-d input is one row of one logit: softmax 1, log_softmax 0, as SciPy
+    (the default axis=-1 and axis=None both accept it)."""
+    for axis in (None, -1, 0):
+        p = fs.softmax(x, axis=axis)
+        lp = fs.log_softmax(x, axis=axis)
+        assert np.ndim(p) == 0 and np.ndim(lp) == 0
+        assert p == sp.softmax(x, axis=None) == 1.0
+        assert lp == sp.log_softmax(x, axis=None) == 0.0
+        assert np.asarray(p).dtype == np.asarray(sp.softmax(x, axis=None)).dtype

@@ -14,7 +14,8 @@ import pytest
 
 import fastsoftmax as fs
 from fastsoftmax import models
-from fastsoftmax.sweep import Plan, SweepLocked, _Lock, read_table, stat_columns, sweep
+from fastsoftmax.sweep import Plan, SweepLocked, read_table, stat_columns, sweep
+from fastsoftmax.sweep._table import Lock as _Lock
 
 from conftest import subprocess_env
 
@@ -44,7 +45,7 @@ def test_rows_columns_and_order(table):
     assert cfg == {"model": "dotproduct", "params": {"n": 16, "d_k": 256, "scaled": False,
                                                      "method": "exact", "temperature": 1.0},
                    "samples": 2000, "seed": 5, "target": "argmax", "dtype": "float32",
-                   "thresholds": [1e-3, 1e-6, 1e-9]}
+                   "thresholds": [1e-3, 1e-6, 1e-9], "version": fs.__version__}
 
 
 def test_points_equal_direct_simulate(table):
@@ -190,7 +191,12 @@ def test_out_roundtrip_and_resume(tmp_path, table, ext):
              **{k: v for k, v in KW.items() if k != "progress"})
     assert p.todo == []
     pd.testing.assert_frame_equal(p.run(progress=False), table, check_exact=True)
-    assert sorted(os.listdir(tmp_path)) == [f"s.{ext}"]       # no tmp or lock left
+    # no temporary file left; the lock file stays (filelock keeps it: deleting a
+    # lock file is racy on POSIX) but is free
+    assert sorted(os.listdir(tmp_path)) == [f".s.{ext}.lock", f"s.{ext}"]
+    lock = _Lock(str(out))
+    lock.acquire()
+    lock.release()
 
 
 def test_resume_extends_grid_and_keeps_other_rows(tmp_path, table):
@@ -233,6 +239,18 @@ def test_resume_refuses_a_foreign_file(tmp_path):
     with pytest.raises(ValueError, match="different sweep|another configuration"):
         sweep(models.DotProduct, {"d_k": [1]}, fixed={"n": 16}, samples=100,
               out=tmp_path / "g.csv", resume=True, progress=False)
+
+
+def test_resume_refuses_a_file_of_another_version(tmp_path):
+    out = tmp_path / "v.csv"
+    sweep(models.DotProduct, {"d_k": [1]}, out=out, **KW)
+    df = read_table(str(out), ["config", "dtype", "target", "method"])
+    cfg = json.loads(df.loc[0, "config"])
+    cfg["version"] = "0.1.0"
+    df.loc[0, "config"] = json.dumps(cfg, sort_keys=True)
+    df.to_csv(out, index=False)
+    with pytest.raises(ValueError, match="written by fastsoftmax 0.1.0"):
+        sweep(models.DotProduct, {"d_k": [1]}, out=out, resume=True, **KW)
 
 
 def test_lock_refuses_a_second_writer(tmp_path):
@@ -290,7 +308,8 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, ext):
     pd.testing.assert_frame_equal(resumed, full, check_exact=True)
     pd.testing.assert_frame_equal(read_table(str(out)), full, check_exact=True)
     # stale temporary file of the killed writer (if any) cleaned up by the resume
-    assert sorted(os.listdir(tmp_path)) == [out.name]
+    # (the free lock file stays, as filelock leaves it)
+    assert sorted(os.listdir(tmp_path)) == [f".{out.name}.lock", out.name]
 
 
 def test_dask_client_is_passed_through(monkeypatch):

@@ -1,41 +1,14 @@
-r"""``fastsoftmax verify``: the "Attention Is All You Need" question, measured.
-
-Runs the claims as experiments and computes a verdict for each from the
-measurements, with criteria stated in small pure functions below (never a
-verdict written in):
-
-1. the paper: without scaling, softmax of q.k saturates as d_k grows;
-2. the paper's fix: scaling by 1/sqrt(d_k) keeps the statistics flat;
-3. the objection: the literal vector [100, 101, 99] keeps healthy gradients;
-4. the objection: a common offset (0 to 1e6) changes nothing;
-5. cross-entropy, confidently right (target "argmax"): the gradient vanishes
-   in the saturated regime;
-6. cross-entropy, wrong (target "random"): it stays near 1 (norm near
-   sqrt(2));
-7. a scale sweep of Gaussian logits locates where the median Jacobian drops
-   below 1e-6, and it matches the d_k sweep (unscaled logits have scale
-   about sqrt(d_k)).
-
-All points use one seed (common random numbers).  Standard errors: the
-``sem`` of a mean; for a median, the order-statistic one (the spread of the
-quantiles at 0.5 +- sqrt(0.25/N)), never below the sketch's 1% resolution; for
-a fraction, the binomial sqrt(p(1-p)/N) (Wilson bounds).  A difference
-between two points is judged against Z (SE_a + SE_b), valid whatever the
-correlation that common random numbers introduce.
-
-Verdicts: "holds" when every condition is met beyond Z = 4 standard errors,
-"fails" when one is contradicted beyond 4 standard errors, "inconclusive"
-otherwise (more samples would decide).
-"""
+r"""The claims of ``verify``: estimates with standard errors, the criteria
+(small pure functions of estimates and numbers -> :class:`Check`), and the
+claims built from the measured summaries.  Nothing here runs a simulation."""
 import dataclasses
-import json
 import math
-import os
-import time
 
 import numpy as np
 
-__all__ = ["run", "VerifyResult", "Claim", "Check", "Est", "DEFAULT_SAMPLES"]
+from .._math import OBS_NAMES
+from .._util import jsonable
+
 
 DEFAULT_SAMPLES = 500_000
 N = 64
@@ -298,9 +271,6 @@ def judge_scale(cross_gauss, cross_dk, tol=0.1):
     return checks
 
 
-# --------------------------------------------------------------------------
-# result
-
 @dataclasses.dataclass
 class Claim:
     key: str
@@ -318,154 +288,7 @@ class Claim:
         return dict(key=self.key, claim=self.claim, evidence=self.evidence,
                     criterion=self.criterion, verdict=self.verdict,
                     checks=[dataclasses.asdict(c) for c in self.checks],
-                    numbers=_jsonable(self.numbers))
-
-
-@dataclasses.dataclass
-class VerifyResult:
-    """What ``run`` returns: the claims with their verdicts, the tables (pandas
-    DataFrames: ``dotproduct``, ``shifted``, ``gaussian``, ``literal``,
-    ``verdicts``), the Summaries of every point and the run's settings."""
-    claims: list
-    literal: dict
-    tables: dict
-    summaries: dict
-    meta: dict
-
-    @property
-    def verdicts(self):
-        return {c.key: c.verdict for c in self.claims}
-
-    def to_dict(self, summaries=False, tables=False):
-        d = dict(meta=_jsonable(self.meta), claims=[c.to_dict() for c in self.claims],
-                 literal=_jsonable(self.literal))
-        if tables:
-            d["tables"] = {k: _jsonable(v.to_dict("records")) for k, v in self.tables.items()}
-        if summaries:
-            d["summaries"] = {k: [dict(point=_jsonable(p), summary=s.to_dict()) for p, s in v]
-                              for k, v in self.summaries.items()}
-        return d
-
-    def to_json(self, **kw):
-        return json.dumps(self.to_dict(**kw), allow_nan=False, indent=1)
-
-    def report(self, width=100):
-        return format_report(self, width)
-
-    def brief(self):
-        """One line per claim: verdict and claim."""
-        return "\n".join(f"{i}. {c.verdict.upper():<12} {c.claim}"
-                         for i, c in enumerate(self.claims, 1))
-
-    def __str__(self):
-        return self.report()
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, Est):
-        return _jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return repr(obj)           # "inf", "-inf", "nan" (as Summary.to_dict)
-    return obj
-
-
-# --------------------------------------------------------------------------
-# the experiments
-
-def _literal():
-    import fastsoftmax as fs
-    x = np.array(LITERAL)
-    p = fs.softmax(x)
-    jac = np.diag(p) - np.outer(p, p)
-    out = {}
-    variants = (("literal", x), ("shifted", x - 100.0),
-                ("spread_x10", 100.0 + 10.0 * (x - 100.0)))
-    for name, v in variants:
-        obs = fs.observables(v[None, :])
-        out[name] = dict(x=v.tolist(), p=fs.softmax(v).tolist(),
-                         **{k: float(obs[k][0]) for k in ("jac_diag_max", "jac_offdiag_max",
-                                                          "jac_fro", "entropy",
-                                                          "log10_jac_diag_max")})
-    out["literal"]["jacobian"] = jac.tolist()
-    return out
-
-
-def run(samples=DEFAULT_SAMPLES, seed=0, backend="auto", out=None, progress=True, client=None):
-    """Run every experiment and judge every claim; a :class:`VerifyResult`.
-
-    samples: logit vectors per point (default 500,000; 66 points); seed: one
-    seed for every point (common random numbers); backend: "auto", "cpu",
-    "cuda"; out: a directory for the tables (CSV and Parquet), summary.json
-    and the plots (written when given); progress: a tqdm bar on stderr;
-    client: a ``dask.distributed.Client`` passed on to every simulation.
-    """
-    from . import __version__, api, models
-    from .sweep import Plan
-    samples = api._check_samples(samples)
-    seed = api._check_seed(seed)
-    be = api.resolve_backend(backend)
-    if out is not None:
-        out = os.fspath(out)
-        if os.path.exists(out) and not os.path.isdir(out):
-            raise NotADirectoryError(f"out={out!r} exists and is not a directory")
-    common = dict(samples=samples, seed=seed, backend=backend)
-    plans = []
-    for target in TARGETS:
-        plans.append(("dotproduct", target, Plan(models.DotProduct,
-                                                 {"d_k": list(D_K), "scaled": [False, True]},
-                                                 fixed={"n": N}, target=target, **common)))
-    plans.append(("shifted", "argmax", Plan(models.Shifted, {"offset": list(OFFSETS)},
-                                            fixed={"n": N, "spread": 1.0}, dtype="float64",
-                                            **common)))
-    plans.append(("gaussian", "argmax", Plan(models.Gaussian, {"scale": list(SCALES)},
-                                             fixed={"n": N}, **common)))
-    npoints = sum(len(p.points) for _, _, p in plans)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=npoints * samples, desc="verify", unit="rows", unit_scale=True,
-                   smoothing=0.1, dynamic_ncols=True)
-    t0 = time.perf_counter()
-    frames, summaries = {}, {}
-    try:
-        for name, target, plan in plans:
-            got = []
-            df = plan.run(progress=bar if bar is not None else False, client=client,
-                          on_point=lambda p, s, got=got: got.append((p, s)))
-            frames.setdefault(name, []).append(df)
-            summaries.setdefault(name, []).extend(
-                (dict(p.model.params, target=target), s) for p, s in got)
-    finally:
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - t0
-    import pandas as pd
-    tables = {k: pd.concat(v, ignore_index=True) if len(v) > 1 else v[0]
-              for k, v in frames.items()}
-    literal = _literal()
-    tables["literal"] = pd.DataFrame([dict(vector=k, **{c: json.dumps(v) if isinstance(v, list)
-                                                          else v for c, v in d.items()})
-                                      for k, d in literal.items()])
-    from . import _cpu
-    meta = dict(version=__version__, samples=samples, seed=seed, backend=be,
-                threads=_cpu.threads(), points=npoints, seconds=seconds, n=N, d_k=list(D_K),
-                offsets=list(OFFSETS), scales=list(SCALES), z=Z, level=LEVEL)
-    claims = _claims(summaries, literal)
-    tables["verdicts"] = pd.DataFrame([dict(key=c.key, claim=c.claim, evidence=c.evidence,
-                                            verdict=c.verdict, criterion=c.criterion)
-                                       for c in claims])
-    result = VerifyResult(claims, literal, tables, summaries, meta)
-    if out is not None:
-        write_outputs(result, out)
-    return result
+                    numbers=jsonable(self.numbers))
 
 
 def _pick(summaries, name, **want):
@@ -524,7 +347,6 @@ def _claims(S, lit):
         {"jac_diag_max": L["jac_diag_max"], "shifted": lit["shifted"]["jac_diag_max"]}))
 
     # 4. the offsets
-    from ._math import OBS_NAMES
 
     def shift_m(s):
         d = {o: dict(mean=est_mean(s[o]), log10_mean=est_log10_mean(s[o])) for o in OBS_NAMES}
@@ -621,98 +443,3 @@ def _f(est):
 
 def _p(est):
     return f"{est.value:.3f} ± {est.se:.1g}" if est.value else "0"
-
-
-# --------------------------------------------------------------------------
-# report
-
-def _wrap(text, width):
-    import textwrap
-    return textwrap.wrap(text, width) or [""]
-
-
-def format_report(res, width=100):
-    m = res.meta
-    lines = [f"fastsoftmax {m['version']} verify: {m['samples']:,} logit vectors per point, "
-             f"{m['points']} points, seed {m['seed']} for all (common random numbers), "
-             f"backend {m['backend']}, {m['threads']} threads: {m['seconds']:.1f} s", ""]
-    L = res.literal["literal"]
-    lines.append("softmax([100, 101, 99]) = [" + ", ".join(f"{v:.6f}" for v in L["p"])
-                 + "]   (float64, fs.softmax; the same for [0, 1, -1])")
-    lines.append("Jacobian diag(p) - p p^T:")
-    for row in L["jacobian"]:
-        lines.append("   " + "  ".join(f"{v:+.6f}" for v in row))
-    lines.append("")
-
-    S = res.summaries
-    lines.append(f"DotProduct, n={N}, per d_k: median jac_diag_max [fraction below "
-                 f"{LEVEL:g}] and median cross-entropy 1 - p_y per target")
-    lines.append(f"{'d_k':>6}  {'unscaled':>18}  {'scaled':>18}   "
-                 f"{'1-p_y argmax':>12} {'random':>8} {'sampled':>9}  (unscaled)")
-    for d in D_K:
-        cells = []
-        for scaled in (False, True):
-            s = _pick(S, "dotproduct", d_k=d, scaled=scaled, target="argmax")["jac_diag_max"]
-            cells.append(f"{s.median:9.3g} [{s.fraction_below(LEVEL):5.3f}]")
-        ce = [_pick(S, "dotproduct", d_k=d, scaled=False, target=t)["ce_grad_target"].median
-              for t in TARGETS]
-        lines.append(f"{d:>6}  {cells[0]:>18}  {cells[1]:>18}   {ce[0]:>12.3g} {ce[1]:>8.3g} "
-                     f"{ce[2]:>9.3g}")
-    lines.append("")
-
-    wc, wv = 30, 12
-    we = max(30, width - wc - wv - 6)
-    lines.append(f"{'#':>2} {'claim':<{wc}} {'evidence (± standard error)':<{we}} verdict")
-    lines.append("-" * (wc + we + wv + 4))
-    for i, c in enumerate(res.claims, 1):
-        cl, ev = _wrap(c.claim, wc), _wrap(c.evidence, we)
-        for k in range(max(len(cl), len(ev))):
-            a = cl[k] if k < len(cl) else ""
-            b = ev[k] if k < len(ev) else ""
-            v = c.verdict.upper() if k == 0 else ""
-            lines.append(f"{str(i) if k == 0 else '':>2} {a:<{wc}} {b:<{we}} {v}".rstrip())
-        lines.append("")
-    lines.append("Criteria (verdicts computed: HOLDS beyond 4 standard errors, FAILS if "
-                 "contradicted beyond 4, else INCONCLUSIVE):")
-    for i, c in enumerate(res.claims, 1):
-        bad = list(dict.fromkeys(f"{ch.text} ({ch.verdict})" for ch in c.checks
-                                 if ch.verdict != HOLDS))
-        txt = f"{i}. {c.criterion}" + (f" [not met: {'; '.join(bad[:3])}]" if bad else "")
-        if c.verdict == INCONCLUSIVE:
-            txt += " More --samples would decide."
-        wrapped = _wrap(txt, width - 2)
-        lines.extend(["  " + wrapped[0]] + ["     " + w for w in wrapped[1:]])
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------
-# files
-
-def write_outputs(res, out):
-    """Tables (CSV and Parquet), summary.json and the PNG plots into ``out``."""
-    from . import plot
-    os.makedirs(out, exist_ok=True)
-    written = []
-    for name, df in res.tables.items():
-        for ext in ("csv", "parquet"):
-            path = os.path.join(out, f"{name}.{ext}")
-            if ext == "csv":
-                df.to_csv(path, index=False)
-            else:
-                df.to_parquet(path, index=False)
-            written.append(path)
-    path = os.path.join(out, "summary.json")            # what --json prints
-    with open(path, "w") as f:
-        f.write(res.to_json())
-        f.write("\n")
-    written.append(path)
-    # every point's full Summary (sketches included: any quantile can be
-    # recomputed later with fs.Summary.from_dict), compact and gzipped
-    import gzip
-    path = os.path.join(out, "summaries.json.gz")
-    with gzip.open(path, "wt", compresslevel=6) as f:
-        json.dump(res.to_dict(summaries=True)["summaries"], f, allow_nan=False,
-                  separators=(",", ":"))
-    written.append(path)
-    written.extend(plot.verify_plots(res, out))
-    return written

@@ -1,46 +1,28 @@
-r"""Parameter sweeps: one :func:`fastsoftmax.simulate` per grid point, one
-tidy row per point, written to disk as each point finishes.
-
->>> import fastsoftmax as fs                                     # doctest: +SKIP
->>> df = fs.sweep(fs.models.DotProduct, {"d_k": [1, 64, 4096], "scaled": [False, True]},
-...               fixed={"n": 64}, samples=10**6, out="sweep.parquet", resume=True)
-
-* Every point uses the same ``seed``: *common random numbers* (the same
-  underlying normals for every point), so differences between points are
-  much sharper than their standard errors suggest.
-* The grid is the cartesian product of its lists, first key slowest (like
-  nested ``for`` loops in the order of the dict).
-* Everything (model parameters at every point, samples, seed, target, dtype,
-  thresholds, backend, the output file) is validated before the first point
-  runs.
-* ``out``: ``.csv`` or ``.parquet``.  After every point the whole table is
-  written to a temporary file in the same directory and moved over ``out``
-  with ``os.replace`` (atomic), so a crash or SIGKILL at any moment leaves the
-  previous complete table: at most the point in progress is lost, never a
-  torn or duplicated row.  The ``config`` column is the point's key (model,
-  parameters, samples, seed, target, dtype, thresholds); ``resume=True``
-  skips the points already there.
-
-This module imports pandas and tqdm lazily (only when a sweep runs).
-"""
+"""The plan of a sweep: every point built and validated before anything
+runs, and the tidy row of a point."""
 import dataclasses
 import difflib
 import inspect
 import itertools
 import json
 import os
-import secrets
 
 import numpy as np
 
-from . import _config
+from .. import _config, api
+from .._inputs import check_dtype, check_samples, check_seed, check_thresholds, mc_target
+from .._math import OBS_NAMES
+from .._util import progress_bar
+from .._version import __version__
+from ..models import MODELS, _Model
+from ..summary import Stat
+from ._table import (OUT_FORMATS, Lock, frame, read_table, remove_stale_tmp,
+                     require, write_table)
 
-__all__ = ["sweep", "plan", "Plan", "SweepLocked", "point_record", "stat_columns"]
-
-OUT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+__all__ = ["Plan", "Point", "point_record", "stat_columns", "config_key", "resolve_factory"]
 # the keys of a point's configuration that are shared by a whole sweep: a file
 # with rows that differ in one of them cannot be resumed by this sweep
-SWEEP_KEYS = ("model", "samples", "seed", "target", "dtype", "thresholds")
+SWEEP_KEYS = ("model", "samples", "seed", "target", "dtype", "thresholds", "version")
 
 
 # --------------------------------------------------------------------------
@@ -48,7 +30,6 @@ SWEEP_KEYS = ("model", "samples", "seed", "target", "dtype", "thresholds")
 
 def resolve_factory(model_factory):
     """(callable, display name, parameter names or None, required names)."""
-    from .models import MODELS, _Model
     if isinstance(model_factory, str):
         key = model_factory.strip().lower()
         if key not in MODELS:
@@ -132,7 +113,7 @@ def config_key(model, samples, seed, target, dtype, thresholds):
     """The point's configuration as canonical JSON: the ``config`` column."""
     return json.dumps(dict(model=model.name, params=_plain(model.params), samples=samples,
                            seed=seed, target=target, dtype=str(dtype),
-                           thresholds=[float(t) for t in thresholds]),
+                           thresholds=[float(t) for t in thresholds], version=__version__),
                       sort_keys=True, allow_nan=False)
 
 
@@ -148,13 +129,8 @@ def _plain(obj):
 
 def stat_columns(thresholds=_config.DEFAULT_THRESHOLDS):
     """Names of the statistics columns, in order (``<observable>_<stat>``)."""
-    from ._math import OBS_NAMES
-    keys = ["mean", "std", "sem", "min", "max", "log10_mean", "log10_std", "log10_sem",
-            "nonfinite"] + [f"q{q:g}" for q in QUANTILES] + [f"below_{t:g}" for t in thresholds]
+    keys = Stat.keys(thresholds)
     return [f"{name}_{k}" for name in OBS_NAMES for k in keys]
-
-
-QUANTILES = (0.01, 0.1, 0.5, 0.9, 0.99)
 
 
 def point_record(model, summary, target, dtype, param_order, grid_point=None):
@@ -171,7 +147,7 @@ def point_record(model, summary, target, dtype, param_order, grid_point=None):
     rec["dtype"] = str(dtype)
     rec["samples"] = int(summary.samples)
     for name in summary.keys():
-        for k, v in summary[name].to_dict(quantiles=QUANTILES).items():
+        for k, v in summary[name].to_dict().items():
             rec[f"{name}_{k}"] = int(v) if k == "nonfinite" else float(v)
     return rec
 
@@ -183,17 +159,16 @@ class Plan:
     def __init__(self, model_factory, grid, *, fixed=None, samples, seed=0, target="argmax",
                  dtype="float32", thresholds=_config.DEFAULT_THRESHOLDS, out=None,
                  resume=False, backend="auto"):
-        from . import api
         factory, model_name, names, required = resolve_factory(model_factory)
         axes, fixed = _check_grid(grid, fixed, names, model_name)
         missing = [r for r in required if r not in axes and r not in fixed]
         if missing:
             raise TypeError(f"model {model_name} needs parameter(s) {', '.join(missing)}: "
                             "put them in grid or fixed")
-        self.samples = api._check_samples(samples)
-        self.seed = api._check_seed(seed)
-        self.dtype = api._check_dtype(dtype)
-        self.thresholds = tuple(float(t) for t in api._check_thresholds(thresholds))
+        self.samples = check_samples(samples)
+        self.seed = check_seed(seed)
+        self.dtype = check_dtype(dtype)
+        self.thresholds = tuple(float(t) for t in check_thresholds(thresholds))
         if isinstance(target, (np.integer,)):
             target = int(target)
         self.target = target
@@ -211,8 +186,10 @@ class Plan:
                 model = factory(**fixed, **gp)
             except (TypeError, ValueError) as e:
                 raise type(e)(f"grid point {_fmt_point(gp) or '(fixed only)'}: {e}") from None
-            api._check_model(model)
-            api._mc_target(target, model.n)
+            if not isinstance(model, _Model):
+                raise TypeError(f"grid point {_fmt_point(gp) or '(fixed only)'}: the model "
+                                f"factory returned {model!r}, not a fastsoftmax model")
+            mc_target(target, model.n)
             key = config_key(model, self.samples, self.seed, target, self.dtype,
                              self.thresholds)
             if key in seen:
@@ -249,9 +226,10 @@ class Plan:
                                   "continue that sweep, or choose another file")
         self.out = path
         self.format = OUT_FORMATS[ext]
-        _require("pandas", "fastsoftmax.sweep")
+        require("pandas", "fastsoftmax.sweep")
+        require("filelock", "fastsoftmax.sweep")
         if OUT_FORMATS[ext] == "parquet":
-            _require("pyarrow", "Parquet output")
+            require("pyarrow", "Parquet output")
         if os.path.exists(path):
             self._load_existing()
 
@@ -283,6 +261,11 @@ class Plan:
             except (TypeError, ValueError):
                 raise ValueError(f"{self.out} has a row with an unreadable config "
                                  f"column: {key!r}") from None
+            if cfg.get("version") != __version__:
+                raise ValueError(f"{self.out} was written by fastsoftmax "
+                                 f"{cfg.get('version', 'before 0.2.0')}, this is {__version__}: "
+                                 "its numbers may differ from this version's, so it cannot be "
+                                 "resumed; choose another file")
             diff = [k for k in SWEEP_KEYS if cfg.get(k) != mine[k]]
             if diff:
                 k = diff[0]
@@ -311,31 +294,25 @@ class Plan:
         ``update(rows)`` method (and optionally ``set_postfix_str``).
         on_point(point, summary): called after each computed point.
         """
-        from .api import simulate
-        _require("pandas", "fastsoftmax.sweep")
-        done = self.done
-        todo = self.todo
-        lock = _Lock(self.out) if self.out else None
-        if lock is not None:
-            lock.acquire()
-        bar, own = None, False
+        require("pandas", "fastsoftmax.sweep")
+        bar = progress_bar(progress, len(self.todo) * self.samples, f"sweep {self.model_name}")
+        lock = Lock(self.out) if self.out else None
         try:
             if lock is not None:
-                _remove_stale_tmp(self.out)
+                lock.acquire()
+                remove_stale_tmp(self.out)
                 if os.path.exists(self.out):      # re-read under the lock
                     if not self.resume:
                         raise FileExistsError(f"{self.out} appeared meanwhile: pass "
                                               "resume=True to continue it")
                     self._load_existing()
-                done = self.done
-                todo = self.todo
-            bar, own = _bar(progress, len(todo) * self.samples, f"sweep {self.model_name}")
-            for p in todo:
-                if bar is not None and hasattr(bar, "set_postfix_str"):
-                    bar.set_postfix_str(_fmt_point(p.grid), refresh=False)
-                s = simulate(p.model, self.samples, seed=self.seed, target=self.target,
-                             thresholds=self.thresholds, dtype=self.dtype,
-                             backend=self.backend, progress=False, client=client)
+            done = self.done
+            for p in self.todo:
+                if bar is not None:
+                    bar.set_postfix_str(_fmt_point(p.grid))
+                s = api.simulate(p.model, self.samples, seed=self.seed, target=self.target,
+                                 thresholds=self.thresholds, dtype=self.dtype,
+                                 backend=self.backend, progress=False, client=client)
                 rec = point_record(p.model, s, self.target, self.dtype, self.param_order,
                                    p.grid)
                 rec["config"] = p.key
@@ -348,7 +325,7 @@ class Plan:
                 if bar is not None:
                     bar.update(self.samples)
         finally:
-            if own and bar is not None:
+            if bar is not None:
                 bar.close()
             if lock is not None:
                 lock.release()
@@ -361,193 +338,3 @@ def _fmt_point(gp):
             return repr(v)
         return f"{v:.6g}" if isinstance(v, float) else str(v)
     return ", ".join(f"{k}={f(v)}" for k, v in gp.items())
-
-
-def _bar(progress, total, desc):
-    if progress is None or progress is False:
-        return None, False
-    if progress is True:
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            raise ImportError("progress=True needs tqdm: pip install tqdm "
-                              "(or pass progress=False)") from None
-        return tqdm(total=total, desc=desc, unit="rows", unit_scale=True, smoothing=0.1,
-                    dynamic_ncols=True), True
-    if not hasattr(progress, "update"):
-        raise TypeError(f"progress must be True, False or a tqdm-like object, got {progress!r}")
-    return progress, False
-
-
-# --------------------------------------------------------------------------
-# tables on disk
-
-def _require(module, what):
-    try:
-        __import__(module)
-    except ImportError:
-        raise ImportError(f"{what} needs {module}: pip install 'fastsoftmax[dataframe]'") \
-            from None
-
-
-def frame(records, columns):
-    """The DataFrame of a list of records (all frames are built this way, so
-    fresh and resumed sweeps give identical dtypes)."""
-    _require("pandas", "fastsoftmax.sweep")
-    import pandas as pd
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def read_table(path, str_columns=()):
-    """A sweep table from disk (``str_columns`` are read as strings from CSV)."""
-    import pandas as pd
-    fmt = OUT_FORMATS.get(os.path.splitext(path)[1].lower())
-    if fmt == "parquet":
-        return pd.read_parquet(path)
-    kw = {"dtype": {c: str for c in str_columns}} if str_columns else {}
-    if int(pd.__version__.split(".")[0]) < 3:
-        kw["float_precision"] = "round_trip"     # pandas 3 round-trips by default
-    return pd.read_csv(path, **kw)
-
-
-def write_table(records, columns, path, fmt=None):
-    """Write the table atomically: a temporary file in the same directory,
-    flushed to disk, then ``os.replace`` over ``path``."""
-    fmt = fmt or OUT_FORMATS[os.path.splitext(path)[1].lower()]
-    df = frame(records, columns)
-    d, base = os.path.split(os.path.abspath(path))
-    # O_EXCL with mode 0o666: a fresh name, permissions from the umask (as open())
-    tmp = os.path.join(d, f".{base}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if fmt == "parquet":
-                df.to_parquet(f, index=False)
-            else:
-                df.to_csv(f, index=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(d)
-
-
-def _fsync_dir(d):
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_tmp(path):
-    """Temporary files left by a writer that was killed (we hold the lock)."""
-    d, base = os.path.split(path)
-    for name in os.listdir(d):
-        if name.startswith(f".{base}.") and name.endswith(".tmp"):
-            try:
-                os.unlink(os.path.join(d, name))
-            except OSError:
-                pass
-
-
-class SweepLocked(RuntimeError):
-    """Another process is writing the same output file."""
-
-
-class _Lock:
-    """An exclusive advisory lock on ``.<name>.lock`` next to the output, so
-    that two sweeps never write the same file.  The OS drops it when the
-    process dies, SIGKILL included."""
-
-    def __init__(self, path):
-        d, base = os.path.split(path)
-        self.path = os.path.join(d, f".{base}.lock")
-        self.fd = None
-
-    def acquire(self):
-        try:
-            import fcntl
-        except ImportError:          # not POSIX: no lock
-            return
-        for _ in range(10):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                d, base = os.path.split(self.path)
-                raise SweepLocked(f"another sweep is writing {os.path.join(d, base[1:-5])} "
-                                   f"(lock {self.path} is held)") from None
-            try:             # the holder before us may have unlinked the file meanwhile
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.fd = fd
-                return
-            os.close(fd)
-        raise RuntimeError(f"could not lock {self.path}")
-
-    def release(self):
-        if self.fd is None:
-            return
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
-        os.close(self.fd)
-        self.fd = None
-
-
-# --------------------------------------------------------------------------
-# public entry points
-
-def plan(model_factory, grid, **kw):
-    """A validated :class:`Plan` (nothing runs).  Same arguments as
-    :func:`sweep` less ``progress`` and ``client``."""
-    return Plan(model_factory, grid, **kw)
-
-
-def sweep(model_factory, grid, *, fixed=None, samples, seed=0, target="argmax",
-          dtype="float32", thresholds=_config.DEFAULT_THRESHOLDS, out=None, resume=False,
-          progress=True, client=None, backend="auto"):
-    r"""Simulate every point of a parameter grid; a tidy pandas DataFrame.
-
-    model_factory: a model class (``fs.models.DotProduct``), a name in
-    ``fs.models.MODELS`` (``"dotproduct"``) or a callable returning a model.
-    grid: dict parameter -> list of values; the points are the cartesian
-    product, first key slowest.  fixed: dict parameter -> value for all points.
-    samples, seed, target, dtype, thresholds, backend: as
-    :func:`fastsoftmax.simulate`; every point uses the same ``seed`` (common
-    random numbers).
-    out: a ``.csv`` or ``.parquet`` path; the table is rewritten atomically
-    after every point.  An existing file is refused unless ``resume=True``,
-    which skips the points already in it (same ``config``), keeps its other
-    rows, and refuses a file written with other samples/seed/target/dtype/
-    thresholds or another model.
-    progress: True (tqdm), False, or a tqdm-like object.
-    client: a ``dask.distributed.Client``, passed on to ``simulate``.
-
-    Returns one row per grid point, in grid order: the model parameters (grid
-    keys first), ``target``, ``dtype``, ``samples``, then for every observable
-    ``<name>_mean``, ``_std``, ``_sem``, ``_min``, ``_max``, ``_log10_mean``,
-    ``_log10_std``, ``_log10_sem``, ``_nonfinite``, ``_q0.01`` ... ``_q0.99``,
-    ``_below_<t>`` for each threshold, and ``config`` (the point's key, JSON).
-    """
-    p = Plan(model_factory, grid, fixed=fixed, samples=samples, seed=seed, target=target,
-             dtype=dtype, thresholds=thresholds, out=out, resume=resume, backend=backend)
-    if progress not in (True, False, None) and not hasattr(progress, "update"):
-        raise TypeError(f"progress must be True, False or a tqdm-like object, got {progress!r}")
-    return p.run(progress=progress, client=client)
-

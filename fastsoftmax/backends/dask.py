@@ -1,21 +1,23 @@
 r"""Dask backend: ``simulate(..., client=)`` and ``summarize(dask_array)``.
 
-Two entry points, called from :mod:`fastsoftmax.api` after it has validated
-the arguments:
+The backend object (:func:`backend`, options ``client`` and ``inner``, the
+workers' backend) has the contract's entry points, called from
+:mod:`fastsoftmax.api` after it has validated the arguments:
 
-* :func:`run_model` splits the rows of a Monte Carlo run into tasks whose
+* ``summarize_model`` splits the rows of a Monte Carlo run into tasks whose
   boundaries are segment boundaries (multiples of ``SEGMENT_BLOCKS *
   block_rows(n)`` rows), runs the same CPU (or CUDA) kernels on the workers
-  and hands back the integer parts of the accumulator and the ordered list of
-  segment moments.  The caller folds the segments, so the Summary is bitwise
-  identical to a local run, whatever the number of workers or tasks.
-* :func:`summarize_array` summarises a ``dask.array`` chunk by chunk and
+  and concatenates the pieces' accumulators in order (``Accumulator.concat``),
+  so the Summary is bitwise identical to a local run, whatever the number of
+  workers or tasks.
+* ``summarize_array`` summarises a ``dask.array`` chunk by chunk and
   reduces the per-chunk accumulators with a tree of merges; nothing
   proportional to the number of rows reaches the client.
 
 Only small objects travel: an accumulator with its log-bucket sketch packed
-sparsely (:class:`_Packed`) and, for ``run_model``, the segment moments
-(``NCH * 3`` floats per ``SEGMENT_BLOCKS`` blocks of rows).
+sparsely (:class:`_Packed`) and its segment moments (``NCH * 3`` floats per
+``SEGMENT_BLOCKS`` blocks of rows).  The workers run the CPU or CUDA backend
+through :func:`fastsoftmax.backends.get_backend`, like any caller.
 
 Threads: each task runs the numba kernels on **one** thread, since the
 parallelism comes from Dask (one task per worker thread).  Start workers
@@ -26,18 +28,20 @@ scheduler into a quick, clear ``ValueError``.
 """
 import asyncio
 import contextlib
-import math
+import dataclasses
 import threading
 import weakref
 
 import numpy as np
 
-from . import _config, api
-from ._math import TARGET_LABELS
-from .accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_segments, merge_parts_into
-from .summary import Summary
+from .. import _config
+from .._inputs import (TARGET_LABELS, BadRowError, bad_label_error, check_backend_name,
+                       first_bad_label, is_dask_array, row_name)
+from ..accumulate import NCH, SEGMENT_BLOCKS, Accumulator, merge_parts_into
+from . import get_backend, resolve
+from .common import ArrayJob, ModelJob
 
-__all__ = ["connect", "resolve_backend", "run_model", "summarize_array"]
+__all__ = ["connect", "resolve_backend", "backend"]
 
 # A few tasks per worker thread balances the load and bounds the work lost
 # with a worker; a task is also at most TASK_LOGITS logits (a couple of
@@ -75,10 +79,11 @@ def connect(address, timeout="5s", **kwargs):
 
 class _Packed:
     """An Accumulator with its sketch stored sparsely (the dense sketch is
-    NOBS * SKETCH_NB int64, megabytes, nearly all zeros)."""
+    NOBS * SKETCH_NB int64, megabytes, nearly all zeros) and its ordered
+    segment moments as one array."""
 
     __slots__ = ("count", "skipped", "mom", "vmin", "vmax", "nonfinite", "thresholds",
-                 "below", "hist_shape", "hist_idx", "hist_cnt")
+                 "below", "hist_shape", "hist_idx", "hist_cnt", "segments")
 
     def __init__(self, acc):
         self.count = int(acc.count)
@@ -93,26 +98,18 @@ class _Packed:
         flat = acc.hist.reshape(-1)
         self.hist_idx = np.flatnonzero(flat)
         self.hist_cnt = flat[self.hist_idx]
-
-    def add_ints_into(self, acc):
-        """Add counts, threshold counts, sketch, min and max into ``acc`` in
-        place (Accumulator.merge semantics); its moments are left alone."""
-        if (acc.thresholds.shape != self.thresholds.shape
-                or not np.array_equal(acc.thresholds, self.thresholds)
-                or acc.hist.shape != self.hist_shape):
-            raise ValueError("cannot merge accumulators with different thresholds")
-        acc.count += self.count
-        acc.skipped += self.skipped
-        np.minimum(acc.vmin, self.vmin, out=acc.vmin)
-        np.maximum(acc.vmax, self.vmax, out=acc.vmax)
-        acc.nonfinite += self.nonfinite
-        acc.below += self.below
-        acc.hist.reshape(-1)[self.hist_idx] += self.hist_cnt
+        self.segments = (None if acc.segments is None else
+                         np.array(acc.segments, dtype=np.float64).reshape(-1, NCH, 3))
 
     def unpack(self):
         acc = Accumulator(self.thresholds)
-        self.add_ints_into(acc)
+        acc.count, acc.skipped = self.count, self.skipped
         acc.mom = self.mom.copy()
+        acc.vmin, acc.vmax = self.vmin.copy(), self.vmax.copy()
+        acc.nonfinite, acc.below = self.nonfinite.copy(), self.below.copy()
+        acc.hist.reshape(-1)[self.hist_idx] = self.hist_cnt
+        acc.segments = (None if self.segments is None else
+                        [self.segments[k] for k in range(self.segments.shape[0])])
         return acc
 
     @staticmethod
@@ -123,6 +120,7 @@ class _Packed:
         out = _Packed.__new__(_Packed)
         out.thresholds, out.hist_shape = first.thresholds, first.hist_shape
         out.count, out.skipped = first.count, first.skipped
+        out.segments = None
         for name in ("mom", "vmin", "vmax", "nonfinite", "below"):
             setattr(out, name, getattr(first, name).copy())
         for p in parts[1:]:
@@ -159,19 +157,14 @@ def _one_thread():
 # --------------------------------------------------------------------------
 # simulate on a cluster
 
-def _run_piece(model, row0, nrows, seed, ymode, yfix, thr, dt, backend):
-    """Worker side: rows [row0, row0 + nrows) of a model.  Returns the packed
-    accumulator (no moments) and the segment moments as one (k, NCH, 3)
-    array."""
+def _run_piece(job, backend):
+    """Worker side: the packed accumulator of ``job``'s rows."""
     if backend == "cuda":
-        from . import _cuda
-        acc, segments = _cuda.run_model(model, nrows, seed, ymode, yfix, thr, dt,
-                                        row0=row0, progress=None)
+        acc = get_backend("cuda").summarize_model(job)
     else:
         with _one_thread():
-            acc, segments = api.run_model_rows(model, row0, nrows, seed, ymode, yfix, thr, dt)
-    segs = np.array(segments, dtype=np.float64).reshape(-1, NCH, 3)
-    return _Packed(acc), segs
+            acc = get_backend("cpu").summarize_model(job)
+    return _Packed(acc)
 
 
 # worker side: (backend, dtype) pairs this process has compiled
@@ -181,14 +174,14 @@ _WARM_LOCK = threading.Lock()
 _WARMED = weakref.WeakKeyDictionary()
 
 
-def _warm(model, seed, ymode, yfix, thr, dt, backend):
+def _warm(job, backend):
     """Compile (or load from numba's cache) the kernels for this dtype and
     backend once per worker process, with the arguments of the real run."""
-    key = (backend, np.dtype(dt).str)
+    key = (backend, np.dtype(job.dtype).str)
     with _WARM_LOCK:
         if key in _WARM_HERE:
             return False
-        _run_piece(model, 0, 1, seed, ymode, yfix, thr, dt, backend)
+        _run_piece(dataclasses.replace(job, samples=1, row0=0), backend)
         _WARM_HERE.add(key)
     return True
 
@@ -199,8 +192,8 @@ async def _warm_async(*args):
     return await asyncio.to_thread(_warm, *args)
 
 
-def _warm_workers(client, addresses, model, seed, ymode, yfix, thr, dt, backend):
-    key = (backend, np.dtype(dt).str)
+def _warm_workers(client, addresses, job, backend):
+    key = (backend, np.dtype(job.dtype).str)
     try:
         done = _WARMED.setdefault(client, set())
     except TypeError:                       # not weak-referenceable: no cache
@@ -211,8 +204,7 @@ def _warm_workers(client, addresses, model, seed, ymode, yfix, thr, dt, backend)
     # Failures are not errors here: a worker that dies meanwhile is replaced
     # and compiles on its first task, and a real problem (bad parameters, a
     # worker without fastsoftmax) fails the tasks with the task's own error.
-    res = client.run(_warm_async, model, seed, ymode, yfix, thr, dt, backend,
-                     workers=todo, on_error="return")
+    res = client.run(_warm_async, job, backend, workers=todo, on_error="return")
     done.update((addr, key) for addr, r in res.items() if not isinstance(r, BaseException))
 
 
@@ -232,24 +224,27 @@ def _wait_for_workers(client, timeout):
 
 
 def _cuda_probe():
-    from . import _cuda_guard
-    return _cuda_guard.available(), _cuda_guard.reason()
+    from . import cuda_status
+    return cuda_status()
+
+
+def workers_status(client):
+    """(usable, why) for CUDA on *every* worker of ``client`` (the client's
+    own machine need not have the workers' GPUs)."""
+    probes = client.run(_cuda_probe)
+    if not probes:
+        return False, "no workers"
+    bad = {a: why for a, (ok, why) in probes.items() if not ok}
+    if bad:
+        a, why = next(iter(bad.items()))
+        return False, f"on worker {a}: {why}"
+    return True, f"{len(probes)} workers with a GPU"
 
 
 def resolve_backend(client, backend):
-    """'cpu' or 'cuda' as the *workers* see it ("auto": cuda when every worker
-    has a usable GPU).  ``api.resolve_backend`` answers for the client's
-    machine, which need not have the workers' GPUs."""
-    if backend not in api.BACKENDS:
-        raise ValueError(f"backend must be one of {api.BACKENDS}, got {backend!r}")
-    if backend == "cpu":
-        return "cpu"
-    probes = client.run(_cuda_probe)
-    bad = {a: why for a, (ok, why) in probes.items() if not ok}
-    if backend == "cuda" and (bad or not probes):
-        a, why = next(iter(bad.items()), ("(none)", "no workers"))
-        raise RuntimeError(f"backend='cuda' is not usable on worker {a}: {why}")
-    return "cuda" if probes and not bad else "cpu"
+    """'cpu' or 'cuda' as the workers see it ("auto": cuda when every worker
+    has a usable GPU)."""
+    return resolve(check_backend_name(backend), status=lambda: workers_status(client))
 
 
 def _plan(samples, n, nthreads, segments_per_task=None):
@@ -264,31 +259,30 @@ def _plan(samples, n, nthreads, segments_per_task=None):
     return [(r0, min(step, samples - r0)) for r0 in range(0, samples, step)]
 
 
-def run_model(client, model, samples, seed, ymode, yfix, thr, dt, backend="cpu",
-              progress=None, segments_per_task=None):
-    r"""Rows [0, samples) of ``model`` on the workers of ``client``.
-
-    Returns ``(acc, segments)`` exactly like ``api.run_model_rows(model, 0,
-    samples, ...)``: ``acc`` with complete integer parts, min and max and
-    zero moments; ``segments`` the ordered segment moments to fold with
-    ``fold_segments``.  Tasks start on segment boundaries, so the folded
-    result is bit for bit that of one local pass.
+def run_model(client, job, backend="cpu", progress=None, segments_per_task=None):
+    r"""The finished accumulator of ``job``'s rows, computed on the workers
+    of ``client``: tasks start on segment boundaries and their accumulators
+    are concatenated in order, so the result is bit for bit that of one local
+    pass.
 
     Each worker process compiles the kernels once (warmed before the first
     task); a worker lost mid-run has its tasks rerun by Dask with the same
-    result.  ``progress`` (a tqdm bar or None) advances as tasks finish.
+    result.  ``progress`` (an object with ``update(rows)`` or None) advances
+    as tasks finish.
     """
     from distributed import as_completed
 
     nthreads = _wait_for_workers(client, WAIT_WORKERS)
-    plan = _plan(samples, model.n, sum(nthreads.values()), segments_per_task)
-    _warm_workers(client, list(nthreads), model, seed, ymode, yfix, thr, dt, backend)
+    plan = _plan(job.samples, job.gen.n, sum(nthreads.values()), segments_per_task)
+    _warm_workers(client, list(nthreads), job, backend)
 
     from dask.base import tokenize
-    token = tokenize(model.name, model.params, samples, seed, ymode, yfix,
-                     np.asarray(thr).tolist(), np.dtype(dt).str, backend, plan)
-    futures = [client.submit(_run_piece, model, r0, nr, seed, ymode, yfix, thr, dt, backend,
-                             key=f"fastsoftmax-rows-{token}-{i}", pure=True)
+    token = tokenize(job.gen, job.samples, job.seed, int(job.target.mode), job.target.index,
+                     np.asarray(job.thresholds).tolist(), np.dtype(job.dtype).str, backend,
+                     plan)
+    futures = [client.submit(_run_piece,
+                             dataclasses.replace(job, row0=job.row0 + r0, samples=nr),
+                             backend, key=f"fastsoftmax-rows-{token}-{i}", pure=True)
                for i, (r0, nr) in enumerate(plan)]
     index = {f.key: i for i, f in enumerate(futures)}
     results = [None] * len(plan)
@@ -314,13 +308,10 @@ def run_model(client, model, samples, seed, ymode, yfix, thr, dt, backend="cpu",
             client.cancel(futures)
     if first_err is not None:
         raise first_err[1]
-
-    acc = Accumulator(thr)
-    segments = []
-    for packed, segs in results:
-        packed.add_ints_into(acc)
-        segments.extend(segs[k] for k in range(segs.shape[0]))
-    return acc, segments
+    acc = results[0].unpack()
+    for packed in results[1:]:
+        acc = acc.concat(packed.unpack())
+    return acc
 
 
 # --------------------------------------------------------------------------
@@ -353,48 +344,31 @@ def _global_row(r, bshape, offsets, batch):
     return int(np.ravel_multi_index(tuple(int(i) + o for i, o in zip(local, offsets)), batch))
 
 
-def _first_bad_row(x2, cdt):
-    """Index of the first row the kernels call bad (same row function)."""
-    from . import _cpu
-    from ._math import NOBS
-    n = x2.shape[1]
-    step = max(1, _config.CHUNK_LOGITS // n)
-    dummy = np.zeros(1, dtype=np.int64)
-    for r0 in range(0, x2.shape[0], step):
-        r1 = min(r0 + step, x2.shape[0])
-        status = np.zeros(r1 - r0, dtype=np.int8)
-        vals = np.empty((2 * NOBS, r1 - r0))
-        _cpu.observe_rows(api._chunk(x2, r0, r1, cdt), dummy, 0, 0, vals, status)
-        bad = np.flatnonzero(status)
-        if bad.size:
-            return r0 + int(bad[0])
-    return None
-
-
-def _chunk_summary(block, labels, offsets, batch, axes, cdt, thr, ymode, yfix, nan_policy):
+def _chunk_summary(block, labels, offsets, job):
     """Worker side: the packed accumulator of one chunk (whole rows)."""
+    from .._inputs import Target, batch_shape
     block = np.asarray(block)
-    x2, bshape, n = api._rows_view(block, axes)
-    acc = Accumulator(thr)
-    lab = None
-    if ymode == TARGET_LABELS:
+    bshape, n = batch_shape(block.shape, job.axes)
+    t = job.target
+    if t.mode == TARGET_LABELS:
         flat = np.asarray(labels).reshape(-1)
-        bad = np.flatnonzero((flat < 0) | (flat >= n))
-        if bad.size:
-            g = _global_row(bad[0], bshape, offsets, batch)
-            return _Part(_Packed(acc), bad_label=(g, flat[bad[0]].item()))
-        lab = np.ascontiguousarray(flat, dtype=np.int64)
-    if x2.shape[0] == 0:
-        return _Part(_Packed(acc))
-    with _one_thread():
-        acc, segments = api.run_rows(x2.shape[0], n, cdt, thr, x2=x2, ymode=ymode, yfix=yfix,
-                                     labels=lab, nan_policy="omit")
-        fold_segments(segments, out=acc.mom)
-        bad_row = None
-        r = _first_bad_row(x2, cdt) if acc.skipped and nan_policy == "raise" else None
+        r = first_bad_label(flat, n)
         if r is not None:
-            bad_row = (_global_row(r, bshape, offsets, batch), api._describe_bad_row(x2[r]))
-    return _Part(_Packed(acc), bad_row=bad_row)
+            g = _global_row(r, bshape, offsets, job.batch)
+            return _Part(_Packed(Accumulator(job.thresholds)), bad_label=(g, flat[r].item()))
+        t = Target(t.mode, t.index, np.ascontiguousarray(flat, dtype=np.int64), t.spec)
+    rows = int(np.prod(bshape, dtype=np.int64))
+    if rows == 0:
+        return _Part(_Packed(Accumulator(job.thresholds)))
+    local = dataclasses.replace(job, shape=tuple(block.shape), batch=bshape, rows=rows,
+                                target=t)
+    try:
+        with _one_thread():
+            acc = get_backend("cpu").summarize_array(block, local)
+    except BadRowError as e:
+        g = _global_row(e.row, bshape, offsets, job.batch)
+        return _Part(_Packed(Accumulator(job.thresholds)), bad_row=(g, e.what))
+    return _Part(_Packed(acc))
 
 
 def _merge_parts(*parts):
@@ -405,23 +379,22 @@ def _merge_parts(*parts):
     return _Part(_Packed.merge([p.packed for p in parts]), bad_label, bad_row)
 
 
-def summarize_array(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRESHOLDS,
-                    nan_policy="raise"):
-    r"""Summary of a ``dask.array`` (see :func:`fastsoftmax.summarize`).
+def summarize_array(x, job):
+    r"""The accumulator of a ``dask.array`` (see :func:`fastsoftmax.summarize`).
 
-    Each chunk is summarised on a worker by the NumPy-path kernels (one
-    thread per task) and the per-chunk accumulators are reduced with a tree
-    of ``Accumulator.merge`` (fan-in ``SPLIT_EVERY``); only accumulators
-    travel, nothing per row reaches the client.  The computation runs on the
-    current Dask scheduler (a ``distributed.Client`` if one is the default).
+    Each chunk is summarised on a worker by the CPU backend (one thread per
+    task) and the per-chunk accumulators are reduced with an ordered tree of
+    ``Accumulator.merge`` (fan-in ``SPLIT_EVERY``); only accumulators travel,
+    nothing per row reaches the client.  The computation runs on the current
+    Dask scheduler (a ``distributed.Client`` if one is the default).
 
     Chunks must hold whole rows: ``x`` is rechunked so that every softmax
     axis is a single chunk (``x.rechunk({ax: -1 for ax in axes})``), which
     moves data when ``x`` is chunked along a softmax axis; chunk along the
     other axes to avoid that.
 
-    ``target`` labels may be a NumPy or a dask array with the batch shape (x
-    without the softmax axes); they are aligned with x's chunks.  Integer
+    ``job.target`` labels may be a NumPy or a dask array with the batch shape
+    (x without the softmax axes); they are aligned with x's chunks.  Integer
     parts, min and max equal a NumPy run exactly; moments merged by the tree
     equal it to rounding.  ``nan_policy="raise"``: ValueError naming the
     first bad row in global terms (and a bad label before a bad row, as the
@@ -429,37 +402,22 @@ def summarize_array(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRE
     """
     import dask
 
-    api._check_nan_policy(nan_policy)
-    thr = api._check_thresholds(thresholds)
-    if any(isinstance(c, float) and math.isnan(c) for cs in x.chunks for c in cs):
-        raise ValueError("x has unknown chunk sizes; call x.compute_chunk_sizes() first")
-    _, cdt, _ = api._as_float_array(np.empty(0, dtype=x.dtype))
-    axes = api._normalize_axis(axis, x.ndim)
-    api._check_nonempty(x, axes)
+    axes, batch, n = job.axes, job.batch, job.n
     rest = [a for a in range(x.ndim) if a not in axes]
-    batch = tuple(int(x.shape[a]) for a in rest)
-    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-
+    t = job.target
+    labels = t.labels if t.mode == TARGET_LABELS else None
     lab_dask = None
-    if api._is_dask_array(target):
-        labels = target
-        if labels.dtype.kind not in "iu":
-            raise TypeError(f"target labels must be integers, got dtype {labels.dtype}")
-        if tuple(labels.shape) != batch:
-            raise ValueError(f"target labels have shape {tuple(labels.shape)}; expected "
-                             f"{batch} (the shape of x without the softmax axis)")
-        ymode, yfix, lab_np = 2, 0, None
-    else:
-        ymode, yfix, lab_np = api._resolve_target(target, batch, n)
-        if lab_np is not None:
-            lab_np = lab_np.reshape(batch)
-
     x = x.rechunk({ax: -1 for ax in axes})
     batch_chunks = tuple(x.chunks[a] for a in rest)
     starts = [np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for c in batch_chunks]
-    if ymode == TARGET_LABELS and lab_np is None:
-        lab_dask = labels.rechunk(batch_chunks).to_delayed(optimize_graph=True)
-
+    lab_np = None
+    if labels is not None:
+        if is_dask_array(labels):
+            lab_dask = labels.rechunk(batch_chunks).to_delayed(optimize_graph=True)
+        else:
+            lab_np = np.asarray(labels).reshape(batch)
+    # the labels travel per chunk, not with every task's job
+    wjob = dataclasses.replace(job, target=dataclasses.replace(t, labels=None))
     blocks = x.to_delayed(optimize_graph=True)
     chunk_fn = dask.delayed(_chunk_summary, pure=True)
     parts = []
@@ -474,8 +432,7 @@ def summarize_array(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRE
             lab = np.ascontiguousarray(lab_np[sl])
         else:
             lab = None
-        parts.append(chunk_fn(blocks[idx], lab, offsets, batch, axes, cdt, thr, ymode, yfix,
-                              nan_policy))
+        parts.append(chunk_fn(blocks[idx], lab, offsets, wjob))
     merge = dask.delayed(_merge_parts, pure=True)
     while len(parts) > 1:           # an ordered tree, so reruns give the same bits
         parts = [merge(*parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
@@ -483,12 +440,34 @@ def summarize_array(x, target="argmax", axis=-1, thresholds=_config.DEFAULT_THRE
 
     if part.bad_label is not None:
         g, value = part.bad_label
-        raise ValueError(f"target label {value} in row {api._row_name(g, batch)} is out of "
-                         f"range for {n} classes (0 <= label < {n})")
-    if part.bad_row is not None and nan_policy == "raise":
+        raise bad_label_error(value, g, batch, n)
+    if part.bad_row is not None:
         g, what = part.bad_row
-        raise ValueError(f"row {api._row_name(g, batch)} of x {what}; "
-                         "pass nan_policy='omit' to skip such rows")
-    config = dict(source="array", shape=list(x.shape), dtype=str(x.dtype), axis=list(axes),
-                  target=api._target_repr(target), nan_policy=nan_policy)
-    return Summary(part.packed.unpack(), config)
+        raise BadRowError(f"row {row_name(g, batch)} of x {what}; "
+                          "pass nan_policy='omit' to skip such rows", g, what)
+    return part.packed.unpack()
+
+
+class DaskBackend:
+    """The Dask backend: ``client`` (a ``distributed.Client``; None for
+    ``summarize_array``, which uses the current scheduler) and ``inner``, the
+    workers' backend ("auto", "cpu" or "cuda", resolved on the workers)."""
+    name = "dask"
+
+    def __init__(self, client=None, inner="cpu"):
+        self.client = client
+        self.inner = resolve_backend(client, inner) if client is not None else "cpu"
+
+    def summarize_model(self, job: ModelJob, progress=None) -> Accumulator:
+        return run_model(self.client, job, backend=self.inner, progress=progress)
+
+    def summarize_array(self, x, job: ArrayJob, progress=None) -> Accumulator:
+        return summarize_array(x, job)
+
+    def softmax(self, x, axes, log):
+        raise NotImplementedError("softmax of a dask array: use x.map_blocks(fs.softmax) "
+                                  "with the softmax axes in one chunk")
+
+
+def backend(client=None, inner="cpu"):
+    return DaskBackend(client, inner)

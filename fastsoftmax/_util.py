@@ -1,0 +1,100 @@
+"""Small helpers with no numerical content: the one JSON encoder and the one
+progress-bar helper of the package."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["jsonable", "dumps", "progress_bar", "Progress"]
+
+
+def jsonable(obj: Any) -> Any:
+    """``obj`` made of plain JSON types: numpy scalars and arrays become
+    Python numbers and lists, dataclasses dicts, and non-finite floats the
+    strings ``"inf"``, ``"-inf"``, ``"nan"`` (so the JSON is strict: no
+    ``NaN``/``Infinity`` tokens).  Anything else that JSON cannot hold is
+    written as its ``repr``."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else repr(obj)
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    return repr(obj)
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """Strict JSON text of ``jsonable(obj)``."""
+    return json.dumps(jsonable(obj), allow_nan=False, **kw)
+
+
+class Progress:
+    """What the package updates while it works: ``update(rows)`` and
+    ``close()``.  Wraps a tqdm bar it made (and closes it) or a caller's
+    object with an ``update`` method (which it never closes)."""
+
+    def __init__(self, bar: Any, owned: bool) -> None:
+        self._bar = bar
+        self._owned = owned
+
+    def update(self, k: int) -> None:
+        self._bar.update(k)
+
+    def set_postfix_str(self, text: str, refresh: bool = False) -> None:
+        f = getattr(self._bar, "set_postfix_str", None)
+        if f is not None:
+            try:
+                f(text, refresh=refresh)
+            except TypeError:                         # a caller's bar without refresh=
+                f(text)
+
+    def close(self) -> None:
+        if self._owned:
+            self._bar.close()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_progress(progress: Any) -> None:
+    """``progress`` must be a bool, None or an object with ``update(rows)``."""
+    if progress is None or isinstance(progress, (bool, np.bool_)):
+        return
+    if not callable(getattr(progress, "update", None)):
+        raise TypeError(f"progress must be True, False or an object with an update(rows) "
+                        f"method (a tqdm bar), got {progress!r}")
+
+
+def progress_bar(progress: Any, total: int, desc: str | None = None) -> Progress | None:
+    """None (``progress`` false), a new tqdm bar over ``total`` rows
+    (``progress=True``), or the caller's own object (one bar shared by the
+    points of a sweep, say), wrapped in :class:`Progress`."""
+    check_progress(progress)
+    if not progress:
+        return None
+    if isinstance(progress, Progress):               # shared: never closed by the callee
+        return Progress(progress._bar, owned=False)
+    if progress is not True and not isinstance(progress, np.bool_):
+        return Progress(progress, owned=False)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install 'fastsoftmax[progress]' "
+                          "(or pass progress=False)") from None
+    return Progress(tqdm(total=total, desc=desc, unit="rows", unit_scale=True, smoothing=0.1,
+                         dynamic_ncols=True), owned=True)

@@ -1,0 +1,344 @@
+"""CPU backend: ``numba.njit(parallel=True)`` kernels over fixed row blocks.
+
+Each thread owns a fixed set of blocks (block b goes to thread b % threads)
+and its own scratch and integer accumulators; per-block moments are folded
+in block order afterwards, so results do not depend on the thread count.
+
+The kernels are built by ``_build`` around one captured constant: a hash of
+the sources they compile (the row math, the generators, the accumulator and
+this file).  Numba's on-disk cache keys a closure by its captured values, so an
+edit to any of those files invalidates the cache instead of silently reusing a
+stale kernel (the cache otherwise only watches the file that defines the
+kernel).
+
+Entry points (the contract of :mod:`.common`): ``summarize_array``,
+``summarize_model``, ``softmax``; and ``observables`` (per-row values, CPU
+only).  Every parallel call runs under :func:`guard`.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from typing import Any
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .. import _config
+from .._config import FASTMATH
+from .._gen import GEN_ROWS, model_row
+from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
+from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
+                     row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
+from ..accumulate import NCH, SEGMENT_BLOCKS, Accumulator, block_reduce, fold_blocks
+from .common import ArrayJob, ModelJob
+
+__all__ = ["backend", "status", "threads", "threading_layer", "guard"]
+
+_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_config.py", "_gen.py",
+            "_inputs.py", os.path.join("backends", "cpu.py"))
+
+
+def _source_key():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for name in _SOURCES:
+        path = os.path.join(here, name)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return int(h.hexdigest()[:15], 16)
+
+
+def _build(source_key):
+    jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
+
+    @njit(parallel=True, **jit)
+    def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
+                      thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
+                      nbad, firstbad):
+        """Summarise ``nrows`` rows in blocks of ``brows``.
+
+        Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
+        row0 + r.  ymode 0: argmax target; 1: class yfix; 2: labels[r];
+        3: uniform label; 4: sampled from softmax(x).
+        Outputs: mom[b] per block (chunk-local b); running per-thread
+        accumulators (first axis = thread); nbad/firstbad per thread (row
+        index within the chunk).
+        """
+        source_key  # noqa: B018  (part of the cache key)
+        nth = lam_s.shape[0]
+        nblk = (nrows + brows - 1) // brows
+        for t in prange(nth):
+            lam = lam_s[t]
+            st = st_s[t]
+            buf = buf_s[t]
+            for b in range(t, nblk, nth):
+                r0 = b * brows
+                nr = min(brows, nrows - r0)
+                for i in range(nr):
+                    r = r0 + i
+                    grow = row0 + r
+                    if gen == GEN_ROWS:
+                        xr = x[r]
+                    else:
+                        model_row(gen, params, seed, grow, n, buf, q_s[t])
+                        xr = buf
+                    mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
+                    if row_stats_into(xr, n, mode, y, u, st, i):
+                        nbad[t] += 1
+                        if firstbad[t] < 0 or r < firstbad[t]:
+                            firstbad[t] = r
+                block_logobs(st, nr, lam)
+                block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
+                             nonf[t], below[t], hist[t])
+
+    @njit(parallel=True, **jit)
+    def observe_rows(x, labels, ymode, yfix, out, status):
+        """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r])."""
+        source_key  # noqa: B018
+        nrows, n = x.shape
+        for r in prange(nrows):
+            mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(x[r], n, mode, y, u)
+            lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
+            for k in range(NOBS):
+                lk = np.nan if bad else lam[k]
+                out[k, r] = obs_value(lk)
+                out[NOBS + k, r] = obs_log10(lk)
+            status[r] = 1 if bad else 0
+
+    @njit(parallel=True, **jit)
+    def softmax_rows(x, out, log, status):
+        source_key  # noqa: B018
+        nrows, n = x.shape
+        for r in prange(nrows):
+            xr = x[r]
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(xr, n, 0, 0, 0.5)
+            if bad:
+                status[r] = 1
+                out[r, :] = np.nan
+                continue
+            # a = sum_{i != top} exp(x_i - m1) = t R (0 for a single finite logit)
+            a = math.exp(m2 - m1) * rr if m2 > -np.inf else 0.0
+            if log:
+                row_log_softmax(xr, n, m1, math.log1p(a), out[r])
+            else:
+                row_softmax(xr, n, m1, 1.0 + a, out[r])
+
+    return observe_chunk, observe_rows, softmax_rows
+
+
+observe_chunk, observe_rows, softmax_rows = _build(_source_key())
+
+
+def threads() -> int:
+    return numba.get_num_threads()
+
+
+def new_scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
+    """Per-thread scratch and accumulators for ``observe_chunk``."""
+    from .._config import SKETCH_NB
+    nt = len(thresholds)
+    return dict(
+        buf_s=np.zeros((nth, buf_len), dtype=dtype),
+        q_s=np.zeros((nth, q_len), dtype=dtype),
+        st_s=np.empty((nth, NSTATS, brows)),
+        lam_s=np.empty((nth, NOBS, brows)),
+        val_s=np.empty((nth, NCH + 1, brows)),
+        vmin=np.full((nth, NCH), np.inf),
+        vmax=np.full((nth, NCH), -np.inf),
+        nonf=np.zeros((nth, NCH), dtype=np.int64),
+        below=np.zeros((nth, NOBS, nt), dtype=np.int64),
+        hist=np.zeros((nth, NOBS, SKETCH_NB), dtype=np.int64),
+        nbad=np.zeros(nth, dtype=np.int64),
+        firstbad=np.full(nth, -1, dtype=np.int64),
+    )
+
+
+# --------------------------------------------------------------------------
+# the threading guard
+
+# numba's workqueue threading layer aborts the process when two Python
+# threads enter parallel code at once; serialise the calls in that case.
+_WORKQUEUE_LOCK = threading.Lock()
+_layer_checked = None
+
+
+class _NullCtx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def guard():
+    """A lock to hold around parallel kernel calls when numba's threading layer
+    is ``workqueue`` (which aborts the process when two Python threads run
+    parallel code at once: calls are then serialised), else a no-op."""
+    global _layer_checked
+    if _layer_checked is None:
+        from numba.np.ufunc import parallel
+        parallel._launch_threads()      # idempotent; fixes the layer now
+        _layer_checked = numba.threading_layer()
+    return _WORKQUEUE_LOCK if _layer_checked == "workqueue" else _NullCtx()
+
+
+def threading_layer() -> str:
+    """The threading layer numba uses ('omp', 'tbb' or 'workqueue')."""
+    guard()
+    return _layer_checked
+
+
+# --------------------------------------------------------------------------
+# the driver
+
+def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, row0=0,
+         target=None, nan_policy="raise", buf_len=1, q_len=1, chunk=None, progress=None):
+    """Rows [row0, row0 + nrows) of a source through ``observe_chunk``: the
+    rows of ``rows`` (a :class:`~fastsoftmax._inputs.Rows`; gen = GEN_ROWS)
+    or a model's generator.  ``row0`` is a multiple of the block size (of the
+    segment size for pieces to line up).  Returns the finished accumulator
+    (segments kept in order)."""
+    nth = threads()
+    brows = _config.block_rows(n)
+    if row0 % brows:
+        raise ValueError("row0 must be a multiple of the block size")
+    step = chunk if chunk else _config.chunk_rows(n, nth)
+    step = max(brows, step - step % brows)
+    tmode = int(target.mode) if target is not None else 0
+    yfix = int(target.index) if target is not None else 0
+    labels = target.labels if target is not None and tmode == TARGET_LABELS else None
+    acc = Accumulator(thr)
+    sc = new_scratch(brows, nth, thr, cdt, buf_len, q_len)
+    nblk_step = step // brows
+    mom = np.zeros((nblk_step, NCH, 3))
+    seg = np.zeros((NCH, 3))
+    segs_buf = np.zeros((nblk_step // SEGMENT_BLOCKS + 2, NCH, 3))
+    dummy_x = np.zeros((1, 1), dtype=cdt)
+    dummy_labels = np.zeros(1, dtype=np.int64)
+    params = np.zeros(3) if params is None else params
+    gb0 = row0 // brows
+    with guard():
+        for r0 in range(0, nrows, step):
+            r1 = min(r0 + step, nrows)
+            xc = rows.chunk(r0, r1) if rows is not None else dummy_x
+            lab = labels[r0:r1] if labels is not None else dummy_labels
+            sc["firstbad"][:] = -1
+            nbad0 = int(sc["nbad"].sum())
+            observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
+                          tmode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
+                          sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"], sc["nonf"],
+                          sc["below"], sc["hist"], sc["nbad"], sc["firstbad"])
+            if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
+                fb = sc["firstbad"]
+                r = r0 + int(fb[fb >= 0].min())
+                if rows is not None:
+                    raise bad_row_error(rows.row(r), r, rows.batch)
+                raise generated_row_error(row0 + r)
+            nb = (r1 - r0 + brows - 1) // brows
+            k = fold_blocks(seg, mom, nb, gb0 + r0 // brows, segs_buf)
+            acc.add_segments([segs_buf[i].copy() for i in range(k)])
+            if progress is not None:
+                progress.update(r1 - r0)
+    if seg[:, 0].any():
+        acc.add_segments([seg.copy()])
+    acc.skipped = int(sc["nbad"].sum())
+    acc.count = nrows - acc.skipped
+    acc.vmin = sc["vmin"].min(axis=0)
+    acc.vmax = sc["vmax"].max(axis=0)
+    acc.nonfinite = sc["nonf"].sum(axis=0)
+    acc.below = sc["below"].sum(axis=0)
+    # one thread (e.g. inside a Dask task): no 5.5 MB sum of per-thread sketches
+    acc.hist = sc["hist"][0] if nth == 1 else sc["hist"].sum(axis=0)
+    return acc
+
+
+# --------------------------------------------------------------------------
+# the entry points
+
+class CPUBackend:
+    """The CPU backend (see :mod:`.common`)."""
+    name = "cpu"
+
+    def threading_layer(self) -> str:
+        return threading_layer()
+
+    def summarize_array(self, x: Any, job: ArrayJob, progress: Any = None) -> Accumulator:
+        rows = Rows(x, job.axes, job.cdt)
+        return _run(rows.rows, rows.n, job.cdt, job.thresholds, rows=rows, target=job.target,
+                    nan_policy=job.nan_policy, chunk=job.chunk, progress=progress)
+
+    def summarize_model(self, job: ModelJob, progress: Any = None) -> Accumulator:
+        g = job.gen
+        return _run(job.samples, g.n, job.dtype, job.thresholds, gen=g.code,
+                    params=g.param_array(), seed=job.seed, row0=job.row0, target=job.target,
+                    buf_len=g.n, q_len=g.scratch_len, chunk=job.chunk, progress=progress)
+
+    def observables(self, x: Any, job: ArrayJob) -> np.ndarray:
+        """(2 NOBS, rows) float64: each observable's value, then its log10;
+        NaN for bad rows (raising for the first one with nan_policy="raise")."""
+        rows = Rows(x, job.axes, job.cdt)
+        t = job.target
+        labels = t.labels if t.mode == TARGET_LABELS else np.zeros(1, dtype=np.int64)
+        vals = np.empty((2 * NOBS, rows.rows))
+        status = np.zeros(rows.rows, dtype=np.int8)
+        step = job.chunk or max(1, _config.CHUNK_LOGITS // rows.n)
+        with guard():
+            for r0 in range(0, rows.rows, step):
+                r1 = min(r0 + step, rows.rows)
+                lab = labels[r0:r1] if t.mode == TARGET_LABELS else labels
+                observe_rows(rows.chunk(r0, r1), lab, int(t.mode), int(t.index),
+                             vals[:, r0:r1], status[r0:r1])
+                bad = np.flatnonzero(status[r0:r1])
+                if bad.size and job.nan_policy == "raise":
+                    r = r0 + int(bad[0])
+                    raise bad_row_error(rows.row(r), r, rows.batch)
+        return vals
+
+    def softmax(self, x: Any, axes: tuple, log: bool) -> np.ndarray:
+        """softmax (or log_softmax) of a host array along ``axes``, in its
+        compute dtype and x's shape; NaN rows for bad rows (as NumPy)."""
+        from .._inputs import compute_dtype
+        cdt, _ = compute_dtype(x.dtype)
+        rows = Rows(x, axes, cdt)
+        out = np.empty(x.shape, dtype=cdt)
+        direct = rows.rest + axes == tuple(range(x.ndim))
+        out2 = out.reshape(rows.rows, rows.n) if direct else None
+        status = np.zeros(rows.rows, dtype=np.int8)
+        step = max(1, _config.CHUNK_LOGITS // rows.n)
+        with guard():
+            for r0 in range(0, rows.rows, step):
+                r1 = min(r0 + step, rows.rows)
+                xc = rows.chunk(r0, r1)
+                oc = out2[r0:r1] if direct else np.empty((r1 - r0, rows.n), dtype=cdt)
+                softmax_rows(xc, oc, log, status[r0:r1])
+                # rows with NaN/+inf or no finite logit: NaN, as numpy/scipy give
+                for i in np.flatnonzero(status[r0:r1]):
+                    oc[i] = _numpy_softmax(xc[i], log)
+                if not direct:
+                    rows.scatter(out, r0, oc)
+        return out
+
+
+def _numpy_softmax(row, log):
+    row = np.asarray(row, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ex = np.exp(row - np.max(row))
+        p = ex / ex.sum()
+        return np.log(p) if log else p
+
+
+_BACKEND = CPUBackend()
+
+
+def backend() -> CPUBackend:
+    return _BACKEND
+
+
+def status() -> tuple[bool, str]:
+    return True, f"{threads()} threads"

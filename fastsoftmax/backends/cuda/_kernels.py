@@ -1,0 +1,462 @@
+"""Device code and kernels of the CUDA backend (see the package docstring).
+
+The per-row math is the ``register_jitable`` code of ``_math``, ``_rng`` and
+``_gen``, compiled here by ``numba.cuda`` as device code."""
+import math
+
+import numpy as np
+from numba import cuda
+
+from ..._gen import model_row
+from ..._math import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
+                      row_stats, row_stats_from, row_sums, row_target, row_top2, store_stats)
+from ..._vmath import fmax, fmin
+from ...accumulate import NCH, chan_merge, sketch_index
+from . import _settings
+
+_JIT = _settings.JIT
+
+SIMULATOR = cuda.to_device.__module__.startswith("numba.cuda.simulator")
+
+
+# --------------------------------------------------------------------------
+# probe
+
+def probe():
+    """(ok, reason): can kernels run here?  Never raises."""
+    if SIMULATOR:
+        return True, "CUDA simulator (NUMBA_ENABLE_CUDASIM=1): kernels run as Python threads"
+    try:
+        if not cuda.is_available():
+            err = None
+            try:
+                err = cuda.cuda_error()
+            except Exception:   # noqa: BLE001 - any driver trouble is a reason
+                pass
+            if err is None:
+                return False, ("no CUDA GPU usable: the driver initialised but "
+                               "NVVM (the CUDA compiler library) or a device is missing")
+            return False, "no CUDA GPU usable: " + " ".join(str(err).split())
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        cc = ".".join(map(str, dev.compute_capability))
+        return True, f"{name} (compute capability {cc})"
+    except Exception as e:   # noqa: BLE001
+        return False, f"no CUDA GPU usable: {type(e).__name__}: " + " ".join(str(e).split())
+
+
+def device_info():
+    """A small dict describing the current device (for benchmarks, ``info``)."""
+    dev = cuda.get_current_device()
+    out = {"simulator": SIMULATOR}
+    for k in ("name", "compute_capability", "MULTIPROCESSOR_COUNT"):
+        v = getattr(dev, k, None)
+        if isinstance(v, bytes):
+            v = v.decode()
+        out[k.lower()] = v
+    return out
+
+
+# --------------------------------------------------------------------------
+# device code shared by the kernels
+
+@cuda.jit(device=True, **_JIT)
+def _store_vals(sm, col, lam, bad):
+    """Values and log10 of one row's observables into column col of sm."""
+    for k in range(NOBS):
+        lk = lam[k]
+        sm[k, col] = np.nan if bad else obs_value(lk)
+        sm[NOBS + k, col] = np.nan if bad else obs_log10(lk)
+
+
+@cuda.jit(device=True, **_JIT)
+def _merge_top2(m1, m2, b1, b2):
+    """Top two (with multiplicity) of the union of two sets given by theirs."""
+    lo = fmin(m1, b1)
+    return fmax(m1, b1), fmax(fmax(m2, b2), lo)
+
+
+@cuda.jit(device=True, **_JIT)
+def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, hist):
+    """Channel c over tile rows r0, r0 + step, ... < r1 (shared memory):
+    returns (count, mean, M2) of the finite values; folds min/max/infinite
+    counts/threshold counts into the block's slot and sketch counts into the
+    histogram (the same rules as ``accumulate.block_reduce``)."""
+    cnt = 0.0
+    s = 0.0
+    ninf = 0
+    mn = np.inf
+    mx = -np.inf
+    for r in range(r0, r1, step):
+        z = sm[c, r]
+        if abs(z) < np.inf:
+            cnt += 1.0
+            s += z
+        elif z == z:
+            ninf += 1
+        mn = fmin(mn, z)
+        mx = fmax(mx, z)
+    mean = s / cnt if cnt > 0.0 else 0.0
+    ss = 0.0
+    for r in range(r0, r1, step):
+        z = sm[c, r]
+        if abs(z) < np.inf:
+            d = z - mean
+            ss += d * d
+    if mn < np.inf:
+        cuda.atomic.min(bmin, (bid, c), mn)
+    if mx > -np.inf:
+        cuda.atomic.max(bmax, (bid, c), mx)
+    if ninf > 0:
+        cuda.atomic.add(bnonf, (bid, c), np.int64(ninf))
+    if c < NOBS:
+        for j in range(nt):
+            tj = thr[j]
+            cb = 0
+            for r in range(r0, r1, step):
+                if sm[c, r] < tj:
+                    cb += 1
+            if cb > 0:
+                cuda.atomic.add(bbelow, (bid, c, j), np.int64(cb))
+    else:
+        for r in range(r0, r1, step):
+            lz = sm[c, r]
+            if lz == lz:
+                cuda.atomic.add(hist, (c - NOBS, sketch_index(lz)), np.int64(1))
+    return cnt, mean, ss
+
+
+# shared-memory rows of the observe kernel: 0..NCH-1 the tile's channel values
+# (column = row in tile).  While a G > 1 tile's rows are reduced, rows
+# 0..NSTAT-1 hold the per-row stats (column = row in tile) and rows _P_* the
+# per-thread partials (column = thread); rows _MRG.. are the row-block merge.
+_NSTAT = 10
+_P_M1, _P_M2, _B_M1, _B_M2, _P_R, _P_E2, _P_E3, _P_V = range(_NSTAT, _NSTAT + 8)
+_MRG = NCH
+_SMROWS = NCH + 3
+assert _P_V < NCH
+
+
+_KERNELS = {}
+
+
+def _kernel(kind, *key):
+    full = (kind,) + key + (_settings.MAX_REGISTERS,)
+    k = _KERNELS.get(full)
+    if k is None:
+        k = _KERNELS[full] = _BUILDERS[kind](*key)
+    return k
+
+
+def _jit_opts():
+    opts = dict(_JIT)
+    if _settings.MAX_REGISTERS and not SIMULATOR:
+        opts["max_registers"] = int(_settings.MAX_REGISTERS)
+    return opts
+
+
+def _build_observe(TPB, G, GENERATED):
+    """The summary kernel for TPB threads per block, G threads per row, rows
+    generated by ``model_row`` (GENERATED) or read from x."""
+    NG = TPB // G
+    SMCOLS = TPB + 1
+
+    @cuda.jit(**_jit_opts())
+    def observe(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, tr, thr, nt,
+                scr, qscr, mom, bmin, bmax, bnonf, bbelow, hist, bad):
+        # one padding column: the tile reduction reads columns of several
+        # channels at once, and a row stride of TPB doubles would put them
+        # all in the same banks
+        sm = cuda.shared.array((_SMROWS, SMCOLS), np.float64)
+        tid = cuda.threadIdx.x
+        bid = cuda.blockIdx.x
+        grid = cuda.gridDim.x
+        lane = tid % G
+        grp = tid // G
+        slot = bid * TPB + tid
+        # geometry: units of whole row-blocks, tiles of tr <= TPB rows (see
+        # tile_rows)
+        unit = brows if brows > tr else tr
+        nunits = (nrows + unit - 1) // unit
+        tiles = unit // tr
+        rpr = brows if brows < tr else tr         # rows of one row-block in a tile
+        nrb_t = tr // rpr                           # row-blocks per tile
+        ni0 = nrb_t * NCH
+        K = TPB // ni0                              # splits per (row-block, channel)
+        if K < 1:
+            K = 1
+        ni = ni0 * K
+        rc = 0.0
+        rm = 0.0
+        rs = 0.0
+        for u in range(bid, nunits, grid):
+            for tt in range(tiles):
+                tbase = u * unit + tt * tr
+                trows = nrows - tbase
+                if trows <= 0:
+                    break
+                if trows > tr:
+                    trows = tr
+                # ---- 1. rows -> channel values in sm[:, row in tile]
+                if G == 1:
+                    if tid < trows:
+                        r = tbase + tid
+                        grow = row0 + r
+                        if GENERATED:
+                            xr = scr[:, slot]
+                            model_row(gen, params, seed, grow, n, xr,
+                                      qscr[:, slot % qscr.shape[1]])
+                        else:
+                            xr = x[r]
+                        mode, y, uu = row_target(ymode, yfix, labels, r, seed, grow, n)
+                        m1, m2, rr, e2, e3, v, y_top, xy, ey, isbad = row_stats(
+                            xr, n, mode, y, uu)
+                        _store_vals(sm, tid, logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey),
+                                    isbad)
+                        if isbad:
+                            cuda.atomic.add(bad, 0, 1)
+                            cuda.atomic.min(bad, 1, r)
+                else:
+                    cnt = (n - lane + G - 1) // G if lane < n else 0
+                    for kq in range(G):
+                        if kq * NG >= trows:
+                            break
+                        rt = grp + kq * NG                  # row in tile
+                        active = rt < trows
+                        r = tbase + rt if active else tbase
+                        xr = x[r]
+                        if active:
+                            a1, a2 = row_top2(xr[lane::G], cnt)
+                            sm[_P_M1, tid] = a1
+                            sm[_P_M2, tid] = a2
+                        cuda.syncthreads()
+                        if active and lane == 0:
+                            m1 = sm[_P_M1, tid]
+                            m2 = sm[_P_M2, tid]
+                            for ln in range(1, G):
+                                m1, m2 = _merge_top2(m1, m2, sm[_P_M1, tid + ln],
+                                                     sm[_P_M2, tid + ln])
+                            sm[_B_M1, tid] = m1
+                            sm[_B_M2, tid] = m2
+                        cuda.syncthreads()
+                        if active:
+                            g0 = tid - lane
+                            m1 = sm[_B_M1, g0]
+                            m2 = sm[_B_M2, g0]
+                            pr = -1.0
+                            pe2 = -1.0
+                            pe3 = -1.0
+                            pv = 0.0
+                            if m1 < np.inf and m1 > -np.inf:
+                                ref = m2 if m2 > -np.inf else m1
+                                pr, pe2, pe3, pv = row_sums(xr[lane::G], cnt, like(xr, ref))
+                            # row_sums takes the top element's 1 off; put it back
+                            sm[_P_R, tid] = pr + 1.0
+                            sm[_P_E2, tid] = pe2 + 1.0
+                            sm[_P_E3, tid] = pe3 + 1.0
+                            sm[_P_V, tid] = pv
+                        cuda.syncthreads()
+                        if active and lane == 0:
+                            m1 = sm[_B_M1, tid]
+                            m2 = sm[_B_M2, tid]
+                            rsum = 0.0
+                            te2 = 0.0
+                            te3 = 0.0
+                            tv = 0.0
+                            for ln in range(G):
+                                rsum += sm[_P_R, tid + ln]
+                                te2 += sm[_P_E2, tid + ln]
+                                te3 += sm[_P_E3, tid + ln]
+                                tv += sm[_P_V, tid + ln]
+                            rsum -= 1.0
+                            te2 -= 1.0
+                            te3 -= 1.0
+                            # array rows: argmax, a fixed class or labels
+                            mode, yy, uu = row_target(ymode, yfix, labels, r, seed,
+                                                      row0 + r, n)
+                            (m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
+                             isbad) = row_stats_from(xr, n, m1, m2, rsum, te2, te3, tv,
+                                                     mode, yy, uu)
+                            if isbad:
+                                cuda.atomic.add(bad, 0, 1)
+                                cuda.atomic.min(bad, 1, r)
+                            store_stats(sm, rt, m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
+                                        isbad)
+                    cuda.syncthreads()
+                    # batched wrap-up: one tile row per thread
+                    if tid < trows:
+                        lam = logobs(sm[0, tid], sm[1, tid], sm[2, tid], sm[3, tid],
+                                     sm[4, tid], sm[5, tid], sm[6, tid] != 0.0, sm[7, tid],
+                                     sm[8, tid])
+                        _store_vals(sm, tid, lam, sm[9, tid] != 0.0)
+                cuda.syncthreads()
+                # ---- 2. tile reduction by (row-block, channel, split) items
+                for it in range(tid, ni, TPB):
+                    j = it // (NCH * K)
+                    rem = it - j * (NCH * K)
+                    c = rem // K
+                    kk = rem - c * K
+                    lo = j * rpr
+                    hi = lo + rpr
+                    if hi > trows:
+                        hi = trows
+                    ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thr, nt, bid, bmin,
+                                               bmax, bnonf, bbelow, hist)
+                    if ni <= TPB:
+                        rc, rm, rs = chan_merge(rc, rm, rs, ic, im, iss)
+                    elif lo < trows:
+                        # K == 1 and whole row-blocks in the tile: done
+                        rb = (tbase + lo) // brows
+                        mom[rb, c, 0] = ic
+                        mom[rb, c, 1] = im
+                        mom[rb, c, 2] = iss
+                if ni <= TPB:
+                    ends = (brows <= tr or ((tt + 1) * tr) % brows == 0
+                            or tbase + trows >= nrows)
+                    if ends:
+                        if tid < ni:
+                            sm[_MRG, tid] = rc
+                            sm[_MRG + 1, tid] = rm
+                            sm[_MRG + 2, tid] = rs
+                        cuda.syncthreads()
+                        if tid < ni0:
+                            j = tid // NCH
+                            c = tid - j * NCH
+                            lo = j * rpr
+                            if lo < trows:
+                                a0 = 0.0
+                                a1 = 0.0
+                                a2 = 0.0
+                                base = (j * NCH + c) * K
+                                for kk in range(K):
+                                    a0, a1, a2 = chan_merge(a0, a1, a2, sm[_MRG, base + kk],
+                                                            sm[_MRG + 1, base + kk],
+                                                            sm[_MRG + 2, base + kk])
+                                rb = (tbase + lo) // brows
+                                mom[rb, c, 0] = a0
+                                mom[rb, c, 1] = a1
+                                mom[rb, c, 2] = a2
+                        rc = 0.0
+                        rm = 0.0
+                        rs = 0.0
+                cuda.syncthreads()
+
+    return observe
+
+
+@cuda.jit(device=True, **_JIT)
+def _softmax_row(xr, n, out, log):
+    """One row, one thread: the CPU backend's ``softmax_rows`` body (NaN for a bad row)."""
+    m1, m2 = row_top2(xr, n)
+    if not (m1 < np.inf) or m1 == -np.inf:
+        for i in range(n):
+            out[i] = np.nan
+        return
+    ref = m2 if m2 > -np.inf else m1
+    rr, e2, e3, v = row_sums(xr, n, ref)
+    if rr != rr or v != v:
+        for i in range(n):
+            out[i] = np.nan
+        return
+    m1f = np.float64(m1)
+    a = math.exp(np.float64(m2) - m1f) * rr if m2 > -np.inf else 0.0
+    if log:
+        row_log_softmax(xr, n, m1f, math.log1p(a), out)
+    else:
+        row_softmax(xr, n, m1f, 1.0 + a, out)
+
+
+def _build_softmax(TPB, G, LOG):
+    NG = TPB // G
+
+    @cuda.jit(**_jit_opts())
+    def softmax_kernel(x, out, n):
+        sm = cuda.shared.array((8, TPB), np.float64)
+        tid = cuda.threadIdx.x
+        bid = cuda.blockIdx.x
+        grid = cuda.gridDim.x
+        lane = tid % G
+        grp = tid // G
+        nrows = x.shape[0]
+        nrounds = (nrows + NG - 1) // NG
+        cnt = (n - lane + G - 1) // G if lane < n else 0
+        for q in range(bid, nrounds, grid):
+            r = q * NG + grp
+            active = r < nrows
+            if not active:
+                r = 0
+            xr = x[r]
+            orow = out[r]
+            if G == 1:
+                if active:
+                    _softmax_row(xr, n, orow, LOG)
+            else:
+                if active:
+                    a1, a2 = row_top2(xr[lane::G], cnt)
+                    sm[0, tid] = a1
+                    sm[1, tid] = a2
+                cuda.syncthreads()
+                if active and lane == 0:
+                    m1 = sm[0, tid]
+                    m2 = sm[1, tid]
+                    for ln in range(1, G):
+                        m1, m2 = _merge_top2(m1, m2, sm[0, tid + ln], sm[1, tid + ln])
+                    sm[2, tid] = m1
+                    sm[3, tid] = m2
+                cuda.syncthreads()
+                g0 = tid - lane
+                if active:
+                    m1 = sm[2, g0]
+                    m2 = sm[3, g0]
+                    pr = -1.0
+                    pv = 0.0
+                    if m1 < np.inf and m1 > -np.inf:
+                        ref = m2 if m2 > -np.inf else m1
+                        pr, pe2, pe3, pv = row_sums(xr[lane::G], cnt, like(xr, ref))
+                    sm[4, tid] = pr + 1.0
+                    sm[5, tid] = pv
+                cuda.syncthreads()
+                if active and lane == 0:
+                    m1 = sm[2, tid]
+                    m2 = sm[3, tid]
+                    rsum = 0.0
+                    tv = 0.0
+                    for ln in range(G):
+                        rsum += sm[4, tid + ln]
+                        tv += sm[5, tid + ln]
+                    rsum -= 1.0
+                    bad = not (m1 < np.inf) or m1 == -np.inf or rsum != rsum or tv != tv
+                    a = math.exp(m2 - m1) * rsum if m2 > -np.inf else 0.0
+                    sm[6, tid] = 1.0 if bad else 0.0
+                    sm[7, tid] = math.log1p(a) if LOG else 1.0 + a
+                cuda.syncthreads()
+                if active:
+                    if sm[6, g0] != 0.0:
+                        for i in range(lane, n, G):
+                            orow[i] = np.nan
+                    elif LOG:
+                        row_log_softmax(xr[lane::G], cnt, sm[2, g0], sm[7, g0], orow[lane::G])
+                    else:
+                        row_softmax(xr[lane::G], cnt, sm[2, g0], sm[7, g0], orow[lane::G])
+                # the next round overwrites sm rows 0..7
+                cuda.syncthreads()
+
+    return softmax_kernel
+
+
+@cuda.jit(**_JIT)
+def _copy4(src, dst):
+    """dst[i] = src[i] for two 4-d views of one shape (any strides, casting)."""
+    d0, d1, d2, d3 = dst.shape
+    total = d0 * d1 * d2 * d3
+    for i in range(cuda.grid(1), total, cuda.gridsize(1)):
+        i3 = i % d3
+        t = i // d3
+        i2 = t % d2
+        t = t // d2
+        i1 = t % d1
+        i0 = t // d1
+        dst[i0, i1, i2, i3] = src[i0, i1, i2, i3]
+
+
+_BUILDERS = {"observe": _build_observe, "softmax": _build_softmax}

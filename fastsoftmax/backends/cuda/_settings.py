@@ -1,0 +1,24 @@
+"""Knobs of the CUDA backend, read at launch time (tests patch them small:
+the simulator runs every thread as a Python thread).  Powers of two where it
+says so."""
+
+
+#: threads per CUDA block: 32, 64, 128 or 256
+THREADS_PER_BLOCK = 128
+#: array rows: about this many logits per thread of a row's group (power of two)
+VALUES_PER_THREAD = 16
+#: resident blocks aimed at per multiprocessor (the grid is grid-stride)
+BLOCKS_PER_SM = 8
+#: override of the grid size (tests); None: multiprocessors * BLOCKS_PER_SM
+MAX_GRID = None
+#: logits per kernel launch (the host folds a launch while the next one runs)
+LAUNCH_LOGITS = 1 << 29
+#: cap on the per-thread row scratch of generated rows (bytes)
+SCRATCH_BYTES = 1 << 31
+#: register cap per thread for the summary kernels (None: the compiler's
+#: choice, ~120-140 on sm_90, i.e. 4 blocks of 128 per multiprocessor)
+MAX_REGISTERS = None
+
+# Compile options of every kernel: the one place fast math is decided (see
+# the package docstring: it must stay off for the log-domain math).
+JIT = dict(fastmath=False)
