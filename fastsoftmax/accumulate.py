@@ -1,4 +1,4 @@
-r"""The accumulator layout and its merge.
+r"""The accumulator layout and its merges.
 
 An accumulator summarises the per-row observables of any number of rows in
 memory independent of that number:
@@ -10,14 +10,20 @@ memory independent of that number:
   finite values, the min and max (infinities included) and the number of
   infinite values;
 * for each observable, exact counts of values below each threshold;
-* for each observable, a log-bucket sketch (DDSketch-style): counts of log10
-  values in buckets of constant width ``SKETCH_W``, so any quantile is known
-  within a relative error of ``SKETCH_ALPHA`` <= 1%.
+* for each observable, a log-bucket sketch without a floor (``_sketch``):
+  quantiles within 1% in value and 0.005 (0.1% beyond |log10| = 1000) in
+  log10, at any depth; its size follows the data.
 
-Integer parts (counts, sketch, thresholds) and min/max merge exactly in any
-order.  The moments are folded block by block in block order by the drivers,
-which makes a whole run bitwise reproducible; ``merge`` of two accumulators
-uses Chan's parallel formula.
+The moments of a run are combined over its fixed blocks of rows (block b =
+rows b * block_rows .. ) by a fixed binary tree over the global block index
+(:class:`MomentTree`): node (L, i) is the Chan merge of nodes (L-1, 2i) and
+(L-1, 2i+1), and the total folds the nodes left over right to left.  A run,
+or any piece of it that starts and ends on block boundaries, keeps at most
+one node per level (64 nodes: memory does not grow with the number of rows),
+and pieces joined in order (``concat``) give the bits of one pass, whatever
+the threads, chunks or Dask partitions.  ``merge`` (any two accumulators, in
+any order) uses Chan's formula on the totals.  Integer parts (counts, sketch,
+thresholds) and min/max merge exactly either way.
 """
 import math
 
@@ -25,17 +31,13 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from ._config import SKETCH_HI, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._config import SKETCH_A_HI, SKETCH_A_LO, SKETCH_B_RATIO, SKETCH_W
 from ._math import NOBS, obs_log10, obs_value
+from ._sketch import I_BELOW_A, I_NEGINF, Sketch, bucket_below, bucket_fast
 from ._vmath import fmax, fmin
 
 NCH = 2 * NOBS
-_INV_W = 1.0 / SKETCH_W
-
-
-# hot helpers: numpy error model (no ZeroDivisionError branches that would
-# stop vectorization) and inlined into the caller's loops
-hot = register_jitable(error_model="numpy", forceinline=True)
+TREE_DEPTH = 64
 
 
 @register_jitable
@@ -50,25 +52,9 @@ def chan_merge(n1, m1, s1, n2, m2, s2):
     return n, m1 + d * (n2 / n), s1 + s2 + d * d * (n1 * (n2 / n))
 
 
-@hot
-def sketch_bucket(l):
-    """Bucket of a log10 value, as a float: 0 below SKETCH_LO (and -inf),
-    NB-1 at or above SKETCH_HI (and +inf).  NaN maps to 0 (callers skip NaN).
-    Branch-free, no float->int conversion: vectorizes."""
-    f = (l - SKETCH_LO) * _INV_W
-    f = f if f == f else -1.0
-    f = -1.0 if f < -1.0 else f
-    f = SKETCH_NB - 2.0 if f > SKETCH_NB - 2.0 else f
-    return math.floor(f) + 1.0
-
-
-@register_jitable
-def sketch_index(l):
-    return int(sketch_bucket(l))
-
-
 @register_jitable(error_model="numpy")
-def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
+def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, sk_hi, sk_ninf,
+                 sk_start):
     """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
     rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
     min/max/infinite counts, threshold counts and sketch counts.
@@ -76,6 +62,9 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
     ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed in two
     passes (mean, then squared deviations) over the finite values.  Every loop
     but the sketch's scatter is a branch-free reduction that vectorizes.
+    The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` counts bucket i of
+    observable k, ``sk_lo``/``sk_hi`` the range touched, ``sk_ninf`` the -inf
+    values; region-B buckets (rare) need a log and are found in the scatter.
     """
     for k in range(NOBS):
         for r in range(nr):
@@ -117,57 +106,138 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist):
                 cb += 1.0 if val[k, r] < tj else 0.0
             below[k, j] += np.int64(cb)
         for r in range(nr):
-            val[NCH, r] = sketch_bucket(val[NOBS + k, r])
+            val[NCH, r] = bucket_fast(val[NOBS + k, r])
+        lo = sk_lo[k]
+        hi = sk_hi[k]
         for r in range(nr):
-            if val[NOBS + k, r] == val[NOBS + k, r]:
-                hist[k, int(val[NCH, r])] += 1
+            lv = val[NOBS + k, r]
+            if lv == lv:
+                i = int(val[NCH, r])
+                if i == I_BELOW_A:
+                    i = bucket_below(lv)
+                    if i == I_NEGINF:
+                        sk_ninf[k] += 1
+                        continue
+                i -= sk_start
+                hist[k, i] += 1
+                lo = i if i < lo else lo
+                hi = i if i > hi else hi
+        sk_lo[k] = lo
+        sk_hi[k] = hi
 
 
-# Blocks are folded into segments of SEGMENT_BLOCKS consecutive blocks (each
-# segment starting empty), and segments into the total, in order.  A piece of
-# a run that starts on a segment boundary (a chunk, a Dask task) hands back
-# its segments, and folding every piece's segments in order gives the same
-# bits as one local pass.
-SEGMENT_BLOCKS = 256
+# --------------------------------------------------------------------------
+# the moment tree
+
+@njit(cache=True, nogil=True)
+def _tree_push(nodes, level, index, state, m, lev, idx):
+    """Push node (lev, idx) with moments m (NCH, 3) on the stack and merge
+    sibling pairs.  state = [depth, next block]."""
+    d = state[0]
+    nodes[d] = m
+    level[d] = lev
+    index[d] = idx
+    d += 1
+    while (d >= 2 and level[d - 1] == level[d - 2] and index[d - 1] % 2 == 1
+           and index[d - 2] == index[d - 1] - 1):
+        for c in range(nodes.shape[1]):
+            n, mu, ss = chan_merge(nodes[d - 2, c, 0], nodes[d - 2, c, 1], nodes[d - 2, c, 2],
+                                   nodes[d - 1, c, 0], nodes[d - 1, c, 1], nodes[d - 1, c, 2])
+            nodes[d - 2, c, 0] = n
+            nodes[d - 2, c, 1] = mu
+            nodes[d - 2, c, 2] = ss
+        level[d - 2] += 1
+        index[d - 2] //= 2
+        d -= 1
+    state[0] = d
+    state[1] = (idx + 1) << lev
 
 
 @njit(cache=True, nogil=True)
-def fold_blocks(seg, mom, nblk, gb0, segs_out):
-    """Fold per-block moments mom[:nblk] (global block indices gb0, gb0+1,
-    ...) into the open segment ``seg``; each segment completed is copied to
-    segs_out[k] in order.  Returns the number of segments completed."""
-    k = 0
+def tree_push_blocks(nodes, level, index, state, mom, nblk, gb0):
+    """Push the moments mom[:nblk] of blocks gb0, gb0 + 1, ... (leaves)."""
     for b in range(nblk):
-        for c in range(seg.shape[0]):
-            n, m, s = chan_merge(seg[c, 0], seg[c, 1], seg[c, 2],
-                                 mom[b, c, 0], mom[b, c, 1], mom[b, c, 2])
-            seg[c, 0] = n
-            seg[c, 1] = m
-            seg[c, 2] = s
-        if (gb0 + b + 1) % SEGMENT_BLOCKS == 0:
-            segs_out[k] = seg
-            seg[:] = 0.0
-            k += 1
-    return k
+        _tree_push(nodes, level, index, state, mom[b], 0, gb0 + b)
 
 
-def fold_segments(segments, out=None):
-    """Total moments from segment moments, folded in order."""
-    tot = np.zeros((NCH, 3)) if out is None else out
-    for sg in segments:
-        for c in range(NCH):
-            tot[c] = chan_merge(*tot[c], *sg[c])
-    return tot
+@njit(cache=True, nogil=True)
+def tree_push_nodes(nodes, level, index, state, onodes, olevel, oindex, odepth):
+    """Push another stack's nodes, in order (``concat``)."""
+    for j in range(odepth):
+        _tree_push(nodes, level, index, state, onodes[j], olevel[j], oindex[j])
+
+
+@njit(cache=True, nogil=True)
+def tree_total(nodes, depth, out):
+    """The total: the stack folded right to left (the canonical tree's root)."""
+    out[:] = 0.0
+    if depth == 0:
+        return
+    out[:] = nodes[depth - 1]
+    for j in range(depth - 2, -1, -1):
+        for c in range(out.shape[0]):
+            n, mu, ss = chan_merge(nodes[j, c, 0], nodes[j, c, 1], nodes[j, c, 2],
+                                   out[c, 0], out[c, 1], out[c, 2])
+            out[c, 0] = n
+            out[c, 1] = mu
+            out[c, 2] = ss
+
+
+class MomentTree:
+    """The ordered moments of a run's blocks [block0, state[1]) (see the
+    module docstring)."""
+
+    __slots__ = ("nodes", "level", "index", "state", "block0", "_total")
+
+    def __init__(self, block0=0):
+        self.nodes = np.zeros((TREE_DEPTH, NCH, 3))
+        self.level = np.zeros(TREE_DEPTH, dtype=np.int64)
+        self.index = np.zeros(TREE_DEPTH, dtype=np.int64)
+        self.state = np.array([0, block0], dtype=np.int64)
+        self.block0 = int(block0)
+        self._total = None
+
+    @property
+    def block1(self):
+        """The block after the last one pushed."""
+        return int(self.state[1])
+
+    def push_blocks(self, mom, nblk, gb0):
+        if gb0 != self.block1:
+            raise ValueError(f"blocks must follow on: got block {gb0}, expected {self.block1}")
+        tree_push_blocks(self.nodes, self.level, self.index, self.state, mom, nblk, gb0)
+        self._total = None
+
+    def extend(self, other):
+        if other.block0 != self.block1:
+            raise ValueError(f"concat needs the rows that follow on: the other piece starts "
+                             f"at block {other.block0}, this one ends at {self.block1}")
+        tree_push_nodes(self.nodes, self.level, self.index, self.state, other.nodes,
+                        other.level, other.index, int(other.state[0]))
+        self._total = None
+
+    def total(self):
+        if self._total is None:
+            t = np.zeros((NCH, 3))
+            tree_total(self.nodes, int(self.state[0]), t)
+            self._total = t
+        return self._total
+
+    def copy(self):
+        new = MomentTree(self.block0)
+        d = int(self.state[0])
+        new.nodes[:d] = self.nodes[:d]
+        new.level[:d] = self.level[:d]
+        new.index[:d] = self.index[:d]
+        new.state[:] = self.state
+        return new
 
 
 def merge_parts_into(dst, src):
-    """Fold every part of ``src`` but the sketch into ``dst`` in place: counts,
-    moments (Chan), extremes, infinite and threshold counts.  Shared by
-    ``Accumulator.merge`` and accumulators that carry their sketch otherwise."""
+    """Fold every part of ``src`` but the moments and the sketch into ``dst``
+    in place: counts, extremes, infinite and threshold counts."""
     dst.count += src.count
     dst.skipped += src.skipped
-    for c in range(NCH):
-        dst.mom[c] = chan_merge(*dst.mom[c], *src.mom[c])
     np.minimum(dst.vmin, src.vmin, out=dst.vmin)
     np.maximum(dst.vmax, src.vmax, out=dst.vmax)
     dst.nonfinite += src.nonfinite
@@ -175,50 +245,49 @@ def merge_parts_into(dst, src):
 
 
 class Accumulator:
-    """Plain arrays; see the module docstring.
+    """Plain arrays, a :class:`MomentTree` and a :class:`~fastsoftmax._sketch.Sketch`;
+    see the module docstring.
 
     ``merge`` (the union of two sets of rows, in any order) and ``concat``
-    (rows that follow on: ``other`` starts where ``self`` ends, on a segment
-    boundary) return a new accumulator.  ``segments`` holds the ordered
-    segment moments of a run (``None`` once merged out of order): ``concat``
-    folds ``other``'s segments after ``self``'s, so pieces of one run give
-    the bits of one pass.
+    (rows that follow on: ``other`` starts at the block where ``self`` ends)
+    return a new accumulator.  ``tree`` is None once merged out of order (the
+    moments are then a plain total).
     """
 
-    __slots__ = ("count", "skipped", "mom", "vmin", "vmax", "nonfinite",
-                 "thresholds", "below", "hist", "segments")
+    __slots__ = ("count", "skipped", "_mom", "tree", "vmin", "vmax", "nonfinite",
+                 "thresholds", "below", "sketch")
 
-    def __init__(self, thresholds):
+    def __init__(self, thresholds, block0=0):
         thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
         self.count = 0
         self.skipped = 0
-        self.mom = np.zeros((NCH, 3))
+        self.tree = MomentTree(block0)
+        self._mom = None
         self.vmin = np.full(NCH, np.inf)
         self.vmax = np.full(NCH, -np.inf)
         self.nonfinite = np.zeros(NCH, dtype=np.int64)
         self.thresholds = thresholds
         self.below = np.zeros((NOBS, thresholds.size), dtype=np.int64)
-        self.hist = np.zeros((NOBS, SKETCH_NB), dtype=np.int64)
-        self.segments = []
+        self.sketch = Sketch(NOBS)
+
+    @property
+    def mom(self):
+        """(NCH, 3): count, mean and sum of squared deviations per channel."""
+        return self.tree.total() if self.tree is not None else self._mom
 
     def copy(self):
         new = Accumulator(self.thresholds.copy())
         new.count, new.skipped = self.count, self.skipped
-        for name in ("mom", "vmin", "vmax", "nonfinite", "below", "hist"):
+        for name in ("vmin", "vmax", "nonfinite", "below"):
             setattr(new, name, getattr(self, name).copy())
-        new.segments = None if self.segments is None else list(self.segments)
+        new.tree = None if self.tree is None else self.tree.copy()
+        new._mom = None if self._mom is None else self._mom.copy()
+        new.sketch = self.sketch.copy()
         return new
-
-    def add_segments(self, segments):
-        """Append ordered segment moments and fold them into the total."""
-        fold_segments(segments, out=self.mom)
-        if self.segments is not None:
-            self.segments.extend(segments)
 
     def compatible(self, other):
         return (self.thresholds.shape == other.thresholds.shape
-                and np.array_equal(self.thresholds, other.thresholds)
-                and self.hist.shape == other.hist.shape)
+                and np.array_equal(self.thresholds, other.thresholds))
 
     def _check(self, other):
         if not isinstance(other, Accumulator):
@@ -232,34 +301,43 @@ class Accumulator:
         """The union of two disjoint sets of rows (Chan's formula)."""
         self._check(other)
         new = self.copy()
+        a, b = self.mom, other.mom
+        m = np.empty((NCH, 3))
+        for c in range(NCH):
+            m[c] = chan_merge(*a[c], *b[c])
+        new.tree, new._mom = None, m
         merge_parts_into(new, other)
-        new.hist += other.hist
-        new.segments = None
+        new.sketch = self.sketch.merge(other.sketch)
         return new
 
     def concat(self, other):
-        """The rows of ``self`` followed by those of ``other`` (a piece of the
-        same run that starts on a segment boundary right after ``self``)."""
+        """The rows of ``self`` followed by those of ``other``: a piece of the
+        same run starting at the block where ``self`` ends (bits of one pass)."""
         self._check(other)
-        if other.segments is None or self.segments is None:
+        if other.tree is None or self.tree is None:
             raise ValueError("concat needs accumulators of one run (not merged ones)")
         new = self.copy()
-        mom = new.mom.copy()          # the moments continue the ordered fold instead
+        new.tree.extend(other.tree)
         merge_parts_into(new, other)
-        new.mom = mom
-        new.add_segments(other.segments)
-        new.hist += other.hist
+        new.sketch = self.sketch.merge(other.sketch)
         return new
 
     def __eq__(self, other):
         if not isinstance(other, Accumulator):
             return NotImplemented
         return (self.count == other.count and self.skipped == other.skipped
-                and self.compatible(other)
+                and self.compatible(other) and np.array_equal(self.mom, other.mom)
                 and all(np.array_equal(getattr(self, k), getattr(other, k))
-                        for k in ("mom", "vmin", "vmax", "nonfinite", "below", "hist")))
+                        for k in ("vmin", "vmax", "nonfinite", "below"))
+                and self.sketch == other.sketch)
 
-    # -- serialisation: strict JSON (non-finite floats as strings), sparse sketch
+    def nbytes(self):
+        """Memory held (the arrays and the sketch's windows)."""
+        tree = 0 if self.tree is None else self.tree.nodes.nbytes + 2 * TREE_DEPTH * 8
+        return (tree + self.vmin.nbytes * 2 + self.nonfinite.nbytes + self.below.nbytes
+                + self.sketch.nbytes())
+
+    # -- serialisation: strict JSON (non-finite floats as strings)
     def to_dict(self):
         return {
             "count": int(self.count),
@@ -270,8 +348,7 @@ class Accumulator:
             "max": _floats_out(self.vmax),
             "nonfinite": self.nonfinite.tolist(),
             "below": self.below.tolist(),
-            "sketch": {"lo": SKETCH_LO, "hi": SKETCH_HI, "width": SKETCH_W,
-                       "bins": [_sparse(h) for h in self.hist]},
+            "sketch": {"layout": SKETCH_LAYOUT, "windows": self.sketch.to_list()},
         }
 
     @classmethod
@@ -285,9 +362,9 @@ def _floats_out(a):
     return [float(v) if math.isfinite(v) else repr(float(v)) for v in np.asarray(a).ravel()]
 
 
-def _sparse(h):
-    idx = np.flatnonzero(h)
-    return [idx.tolist(), h[idx].tolist()]
+# what a serialised sketch's buckets mean (from_dict refuses other layouts)
+SKETCH_LAYOUT = {"a_lo": SKETCH_A_LO, "a_hi": SKETCH_A_HI, "width": SKETCH_W,
+                 "b_ratio": SKETCH_B_RATIO, "version": 2}
 
 
 def _from_dict(cls, d):
@@ -330,10 +407,10 @@ def _from_dict(cls, d):
         return a
 
     sk = need(d, "sketch", "the accumulator")
-    geom = tuple(need(sk, k, "sketch") for k in ("lo", "hi", "width"))
-    if geom != (SKETCH_LO, SKETCH_HI, SKETCH_W):
+    layout = need(sk, "layout", "sketch")
+    if layout != SKETCH_LAYOUT:
         raise ValueError("summary was written with a different sketch geometry "
-                         f"({geom}; this version uses {(SKETCH_LO, SKETCH_HI, SKETCH_W)})")
+                         f"({layout}; this version uses {SKETCH_LAYOUT})")
     thr = floats(need(d, "thresholds", "the accumulator"), "thresholds")
     if thr.size and not np.all(np.isfinite(thr) & (thr > 0)):
         raise ValueError("malformed summary: thresholds must be positive finite numbers")
@@ -343,29 +420,13 @@ def _from_dict(cls, d):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"malformed summary: {key} must be an integer >= 0, got {v!r}")
         setattr(acc, key, int(v))
-    acc.mom = floats(need(d, "moments", "the accumulator"), "moments", (NCH, 3))
+    acc.tree = None
+    acc._mom = floats(need(d, "moments", "the accumulator"), "moments", (NCH, 3))
     acc.vmin = floats(need(d, "min", "the accumulator"), "min", (NCH,))
     acc.vmax = floats(need(d, "max", "the accumulator"), "max", (NCH,))
     acc.nonfinite = ints(need(d, "nonfinite", "the accumulator"), "nonfinite", (NCH,))
     acc.below = ints(need(d, "below", "the accumulator"), "below", (NOBS, thr.size))
-    bins = need(sk, "bins", "sketch")
-    if not isinstance(bins, list) or len(bins) != NOBS:
-        raise ValueError(f"malformed summary: sketch bins must be a list of {NOBS} entries")
-    for k, b in enumerate(bins):
-        if not isinstance(b, list) or len(b) != 2:
-            raise ValueError(f"malformed summary: sketch bins[{k}] must be [indices, counts]")
-        idx = ints(b[0], f"sketch bins[{k}] indices")
-        cnt = ints(b[1], f"sketch bins[{k}] counts")
-        if idx.shape != cnt.shape or idx.ndim != 1:
-            raise ValueError(f"malformed summary: sketch bins[{k}] indices and counts differ "
-                             "in length")
-        if idx.size and idx.max() >= SKETCH_NB:
-            raise ValueError(f"malformed summary: sketch bins[{k}] index {int(idx.max())} is "
-                             f"outside [0, {SKETCH_NB})")
-        if np.unique(idx).size != idx.size:
-            raise ValueError(f"malformed summary: sketch bins[{k}] repeats an index")
-        acc.hist[k, idx] = cnt
-    if int(acc.hist.sum(axis=1).max(initial=0)) > acc.count:
+    acc.sketch = Sketch.from_list(need(sk, "windows", "sketch"), NOBS)
+    if max((acc.sketch.total(k) for k in range(NOBS)), default=0) > acc.count:
         raise ValueError("malformed summary: the sketch holds more rows than count")
-    acc.segments = None
     return acc

@@ -11,9 +11,10 @@ import warnings
 
 import numpy as np
 
-from ._config import DEFAULT_THRESHOLDS, QUANTILES, SKETCH_GAMMA, SKETCH_LO, SKETCH_NB, SKETCH_W
+from ._config import DEFAULT_THRESHOLDS, QUANTILES
 from ._inputs import check_thresholds
 from ._math import NOBS, OBS_NAMES
+from ._sketch import bucket_of, representative
 from ._util import jsonable
 from .accumulate import Accumulator
 
@@ -102,44 +103,54 @@ class Stat:
     def log10_nonfinite(self):
         return int(self._acc.nonfinite[NOBS + self._k])
 
+    def _sparse(self):
+        return self._acc.sketch.sparse(self._k)
+
     def log10_quantile(self, q):
-        """log10 of the q-quantile (rank floor(q (N - 1)), as DDSketch),
-        within log10(1 + 1%) of the exact one; -inf below 1e-350, +inf above
-        1e310."""
+        """log10 of the q-quantile (rank floor(q (N - 1)), as DDSketch), from
+        the sketch: within 0.005 of the exact log10 for |log10| <= 1000 and
+        within 0.1% of it beyond, at any depth (-inf only for values that are
+        exactly 0); never outside [log10_min, log10_max]."""
         q = np.asarray(q, dtype=np.float64)
         if np.any(~((q >= 0) & (q <= 1))):
             raise ValueError(f"quantile q must lie in [0, 1], got {q}")
-        h = self._acc.hist[self._k]
-        total = int(h.sum())
+        idx, cnt = self._sparse()
+        total = int(cnt.sum())
         if total == 0:
             return np.full(q.shape, math.nan)[()]
-        cum = np.cumsum(h)
+        cum = np.cumsum(cnt)
         rank = np.floor(q * (total - 1))
-        idx = np.searchsorted(cum, rank, side="right")
-        # bucket i >= 1 holds log10 values in [LO + (i-1) W, LO + i W); its
-        # representative 2 gamma^i/(gamma + 1) (in value space) is within
-        # ALPHA of every value in it.
-        rep = SKETCH_LO + idx * SKETCH_W + math.log10(2.0 / (1.0 + SKETCH_GAMMA))
-        rep = np.where(idx == 0, -np.inf, np.where(idx == SKETCH_NB - 1, np.inf, rep))
-        return rep[()]
+        pos = np.searchsorted(cum, rank, side="right")
+        rep = representative(idx[pos])
+        lo, hi = self.log10_min, self.log10_max
+        rep = np.where(np.isnan(rep), hi, rep)             # the (unreachable) "above" bucket
+        return np.clip(rep, lo, hi)[()]
 
     def quantile(self, q):
-        """q-quantile of the value (relative error <= 1%)."""
+        """q-quantile of the value, within 1% wherever it is >= 1e-300 (and
+        never outside [min, max])."""
         with np.errstate(over="ignore"):
-            return (10.0 ** np.asarray(self.log10_quantile(q)))[()]
+            v = 10.0 ** np.asarray(self.log10_quantile(q))
+        return np.clip(v, self.min, self.max)[()]
+
+    def log10_quantiles(self, qs=QUANTILES):
+        """log10_quantile of each q (one pass over the sketch)."""
+        return np.atleast_1d(self.log10_quantile(np.asarray(qs, dtype=np.float64)))
 
     @property
     def median(self):
         return self.quantile(0.5)
 
+    @property
+    def log10_median(self):
+        return self.log10_quantile(0.5)
+
     def _sketch_bounds(self, t):
         """(rows surely below t, rows possibly below t) from the sketch."""
-        h = self._acc.hist[self._k]
-        lt = math.log10(t)
-        f = (lt - SKETCH_LO) / SKETCH_W
-        i = int(np.clip(math.floor(f) + 1, 0, SKETCH_NB - 1))    # the bucket holding t
-        lo = int(h[:i].sum())
-        return lo, lo + int(h[i])
+        idx, cnt = self._sparse()
+        b = bucket_of(math.log10(t))
+        lo = int(cnt[idx < b].sum())
+        return lo, lo + int(cnt[idx == b].sum())
 
     def fraction_below(self, t):
         """Fraction of rows whose value is < t.
@@ -198,15 +209,21 @@ class Stat:
     def keys(thresholds=DEFAULT_THRESHOLDS, quantiles=QUANTILES):
         """The keys of :meth:`to_dict`, in order (the sweep's column suffixes)."""
         return (list(Stat.MOMENT_KEYS) + [f"q{q:g}" for q in quantiles]
+                + [f"log10_q{q:g}" for q in quantiles]
                 + [f"below_{t:g}" for t in thresholds])
 
     def to_dict(self, quantiles=QUANTILES):
-        """The moments, the quantiles ``q<q>`` and the exact fractions below
-        each configured threshold ``below_<t>``, as a dict of floats (keys in
-        the order of :meth:`keys`)."""
+        """The moments, the quantiles ``q<q>`` and ``log10_q<q>`` and the exact
+        fractions below each configured threshold ``below_<t>``, as a dict of
+        floats (keys in the order of :meth:`keys`)."""
         d = {k: getattr(self, k) for k in self.MOMENT_KEYS}
-        for q in quantiles:
-            d[f"q{q:g}"] = float(self.quantile(q))
+        lq = self.log10_quantiles(quantiles) if len(quantiles) else []
+        with np.errstate(over="ignore"):
+            vq = np.clip(10.0 ** np.asarray(lq), self.min, self.max)
+        for q, v in zip(quantiles, vq):
+            d[f"q{q:g}"] = float(v)
+        for q, v in zip(quantiles, lq):
+            d[f"log10_q{q:g}"] = float(v)
         for t in self._acc.thresholds:
             d[f"below_{t:g}"] = self.fraction_below(t)
         return d

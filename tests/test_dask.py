@@ -1,5 +1,5 @@
 """Dask backend on a loopback LocalCluster (2 single-threaded worker
-processes): simulate(client=) is bit for bit a local run (several segments,
+processes): simulate(client=) is bit for bit a local run (several pieces,
 every target, a worker killed mid-run), summarize(dask.array) equals the
 NumPy path (ints exact, moments to rounding), bad input fails before any
 work, an unreachable scheduler fails fast."""
@@ -19,7 +19,6 @@ import dask  # noqa: E402
 import fastsoftmax as fs  # noqa: E402
 from fastsoftmax import _config  # noqa: E402
 from fastsoftmax._inputs import check_dtype, mc_target  # noqa: E402
-from fastsoftmax.accumulate import SEGMENT_BLOCKS  # noqa: E402
 from fastsoftmax.backends import dask as _dask  # noqa: E402
 from fastsoftmax.backends import get_backend  # noqa: E402
 from fastsoftmax.backends.common import ModelJob  # noqa: E402
@@ -44,8 +43,11 @@ def client():
         cluster.close()
 
 
+PIECE_BLOCKS = 256          # blocks per piece in these tests (pieces start on blocks)
+
+
 def seg_rows(n):
-    return SEGMENT_BLOCKS * _config.block_rows(n)
+    return PIECE_BLOCKS * _config.block_rows(n)
 
 
 def local(model, samples, **kw):
@@ -55,12 +57,12 @@ def local(model, samples, **kw):
 # --------------------------------------------------------------------------
 # simulate
 
-def test_plan_starts_on_segment_boundaries():
-    for samples, n, nth, spt in [(1, 8, 2, None), (10**6, 8, 2, None), (10**8, 64, 2, None),
-                                 (5 * seg_rows(64) + 3, 64, 1, 2), (seg_rows(8), 8, 16, None)]:
-        plan = _dask._plan(samples, n, nth, spt)
+def test_plan_starts_on_block_boundaries():
+    for samples, n, nth, bpt in [(1, 8, 2, None), (10**6, 8, 2, None), (10**8, 64, 2, None),
+                                 (5 * seg_rows(64) + 3, 64, 1, 3), (seg_rows(8), 8, 16, None)]:
+        plan = _dask._plan(samples, n, nth, bpt)
         assert sum(nr for _, nr in plan) == samples
-        assert all(r0 % seg_rows(n) == 0 for r0, _ in plan)
+        assert all(r0 % _config.block_rows(n) == 0 for r0, _ in plan)
         assert [r0 for r0, _ in plan] == sorted({r0 for r0, _ in plan})
         assert all(a[0] + a[1] == b[0] for a, b in zip(plan, plan[1:]))
     assert len(_dask._plan(10**8, 64, 2)) >= 8       # a few tasks per thread
@@ -87,14 +89,15 @@ def test_simulate_is_bitwise_local(client, model, target, dtype):
 
 
 def test_simulate_tasks_of_several_segments(client):
-    """Any split on segment boundaries folds to the same bits."""
+    """Any split on block boundaries folds to the same bits (pieces of 1, 3,
+    256 and 700 blocks: the moment trees of the pieces join exactly)."""
     model = Gaussian(n=8, scale=5.0)
     samples = 5 * seg_rows(8) - 1
     ref = local(model, samples, seed=11, target="random")._acc.to_dict()
-    for spt in (1, 2, 3, 5):
+    for bpt in (1, 3, PIECE_BLOCKS, 700):
         acc = _dask.run_model(client, mjob(model, samples, 11, "random"),
-                              segments_per_task=spt)
-        assert acc.to_dict() == ref, spt
+                              blocks_per_task=bpt)
+        assert acc.to_dict() == ref, bpt
 
 
 def ref_thr():
@@ -116,7 +119,7 @@ def test_progress_and_warm_once(client):
     samples = 3 * seg_rows(16)
     bar = Progress()
     _dask.run_model(client, mjob(model, samples, 0, dtype=np.float64), progress=bar,
-                    segments_per_task=1)
+                    blocks_per_task=PIECE_BLOCKS)
     assert bar.total == samples and bar.calls == 3
     # every worker compiled float64 once, before its first task
     warm = client.run(lambda: sorted(_dask._WARM_HERE))
@@ -141,11 +144,9 @@ def test_cuda_backend_routes_to_cuda_backend(monkeypatch):
     real = registry.get_backend
     monkeypatch.setattr(_dask, "get_backend",
                         lambda name, **kw: Fake() if name == "cuda" else real(name, **kw))
-    packed = _dask._run_piece(job, "cuda")
+    acc = _dask._run_piece(job, "cuda")
     assert calls == [(job, None)]
-    assert packed.unpack().to_dict() == ref_acc.to_dict()
-    assert [s.tolist() for s in packed.unpack().segments] == \
-        [s.tolist() for s in ref_acc.segments]
+    assert acc == ref_acc and acc.tree.block0 == ref_acc.tree.block0
 
 
 def test_backend_resolved_on_the_workers(client):
@@ -182,7 +183,7 @@ def test_worker_killed_mid_run_same_result(client):
     """os._exit on a busy worker after the first task finished: the nanny
     restarts it, Dask reruns its lost tasks, the bits do not change."""
     model = Gaussian(n=1024, scale=2.0)
-    samples = 40 * seg_rows(1024) + 77                 # 41 tasks of one segment
+    samples = 40 * seg_rows(1024) + 77                 # 41 tasks
     killed = []
 
     class KillOnce(Progress):
@@ -197,7 +198,7 @@ def test_worker_killed_mid_run_same_result(client):
 
     bar = KillOnce()
     acc = _dask.run_model(client, mjob(model, samples, 5, "random"), progress=bar,
-                          segments_per_task=1)
+                          blocks_per_task=PIECE_BLOCKS)
     assert killed and killed[0][1] < 41                # killed while tasks were left
     assert bar.total == samples
     ref = local(model, samples, seed=5, target="random")
@@ -234,18 +235,13 @@ def test_summarize_matches_numpy(client, rows, chunks):
     assert_same_summary(s, fs.summarize(x))
 
 
-def test_packed_merge_is_accumulator_merge():
-    """The sparse wire format merges like Accumulator.merge, bit for bit."""
+def test_accumulators_travel_small():
+    """What a task ships back: the accumulator, whose sketch holds only the
+    buckets touched (0.1.0 shipped a 5.5 MB dense sketch, packed by hand)."""
     x = make_x(shape=(2000, 9))
-    accs = [fs.summarize(x[i:i + 500])._acc for i in range(0, 2000, 500)]
-    accs[2] = fs.summarize(x[1000:1500], nan_policy="omit")._acc
-    ref = accs[0]
-    for a in accs[1:]:
-        ref = ref.merge(a)
-    got = _dask._Packed.merge([_dask._Packed(a) for a in accs]).unpack()
-    assert got.to_dict() == ref.to_dict()
-    assert _dask._Packed(accs[0]).unpack() == accs[0]
-    assert len(pickle.dumps(_dask._Packed(ref))) < 100_000 < ref.hist.nbytes
+    acc = fs.summarize(x)._acc
+    assert len(pickle.dumps(acc)) < 100_000
+    assert pickle.loads(pickle.dumps(acc)) == acc
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16, np.int64])

@@ -3,8 +3,8 @@
 A backend is a small object with a few entry points, called by
 :mod:`fastsoftmax.api` with inputs it has already validated (the job
 records below, built by ``_inputs``); each returns a finished
-:class:`~fastsoftmax.accumulate.Accumulator` (moments folded, ordered
-segments kept so that pieces of one run ``concat`` to the bits of one pass),
+:class:`~fastsoftmax.accumulate.Accumulator` (its moment tree lets pieces of
+one run ``concat`` to the bits of one pass),
 or, for ``softmax``, an array.  A backend never imports ``api`` nor another
 backend's modules; the Dask backend reaches the CPU or CUDA backend of its
 workers through :func:`fastsoftmax.backends.get_backend`, like any caller.
@@ -53,9 +53,8 @@ class ArrayJob:
 class ModelJob:
     """Summarise rows [row0, row0 + samples) of a model's stream for ``seed``.
 
-    ``row0`` is a multiple of the segment size in rows
-    (``accumulate.SEGMENT_BLOCKS * _config.block_rows(gen.n)``) so that
-    pieces of one run line up."""
+    ``row0`` is a multiple of the block size in rows
+    (``_config.block_rows(gen.n)``) so that pieces of one run line up."""
     gen: GenSpec
     samples: int
     seed: int

@@ -33,13 +33,14 @@ from .._gen import GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
-from ..accumulate import NCH, SEGMENT_BLOCKS, Accumulator, block_reduce, fold_blocks
+from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
+from ..accumulate import NCH, Accumulator, block_reduce
 from .common import ArrayJob, ModelJob
 
 __all__ = ["backend", "status", "threads", "threading_layer", "guard"]
 
-_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_config.py", "_gen.py",
-            "_inputs.py", os.path.join("backends", "cpu.py"))
+_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_sketch.py", "_config.py",
+            "_gen.py", "_inputs.py", os.path.join("backends", "cpu.py"))
 
 
 def _source_key():
@@ -59,7 +60,7 @@ def _build(source_key):
     @njit(parallel=True, **jit)
     def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
                       thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
-                      nbad, firstbad):
+                      sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad):
         """Summarise ``nrows`` rows in blocks of ``brows``.
 
         Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
@@ -94,7 +95,8 @@ def _build(source_key):
                             firstbad[t] = r
                 block_logobs(st, nr, lam)
                 block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
-                             nonf[t], below[t], hist[t])
+                             nonf[t], below[t], hist[t], sk_lo[t], sk_hi[t], sk_ninf[t],
+                             sk_start)
 
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
@@ -139,24 +141,53 @@ def threads() -> int:
     return numba.get_num_threads()
 
 
-def new_scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
-    """Per-thread scratch and accumulators for ``observe_chunk``."""
-    from .._config import SKETCH_NB
+class _Scratch(threading.local):
+    """Per calling thread: the kernels' per-thread scratch, allocated once
+    (the sketch's dense counts are megabytes) and kept clean between calls."""
+
+    def __init__(self):
+        self.cache = {}
+
+
+_SCRATCH = _Scratch()
+
+
+def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
+    """Per-thread scratch and accumulators for ``observe_chunk``: reused
+    from the last call with the same shapes (the accumulators reset), the
+    sketch counts from the last call of the dtype (clean: every call
+    flushes them)."""
+    dtype = np.dtype(dtype)
     nt = len(thresholds)
-    return dict(
-        buf_s=np.zeros((nth, buf_len), dtype=dtype),
-        q_s=np.zeros((nth, q_len), dtype=dtype),
-        st_s=np.empty((nth, NSTATS, brows)),
-        lam_s=np.empty((nth, NOBS, brows)),
-        val_s=np.empty((nth, NCH + 1, brows)),
-        vmin=np.full((nth, NCH), np.inf),
-        vmax=np.full((nth, NCH), -np.inf),
-        nonf=np.zeros((nth, NCH), dtype=np.int64),
-        below=np.zeros((nth, NOBS, nt), dtype=np.int64),
-        hist=np.zeros((nth, NOBS, SKETCH_NB), dtype=np.int64),
-        nbad=np.zeros(nth, dtype=np.int64),
-        firstbad=np.full(nth, -1, dtype=np.int64),
-    )
+    cache = _SCRATCH.cache
+    skey = ("sketch", nth, dtype.str)
+    if skey not in cache:
+        cache[skey] = new_sketch_scratch(nth, NOBS, dtype)
+    key = (nth, brows, dtype.str, buf_len, q_len, nt)
+    sc = cache.get(key)
+    if sc is None:
+        for k in [k for k in cache if k[0] != "sketch"]:
+            del cache[k]                       # one shape at a time per thread
+        sc = cache[key] = dict(
+            buf_s=np.zeros((nth, buf_len), dtype=dtype),
+            q_s=np.zeros((nth, q_len), dtype=dtype),
+            st_s=np.empty((nth, NSTATS, brows)),
+            lam_s=np.empty((nth, NOBS, brows)),
+            val_s=np.empty((nth, NCH + 1, brows)),
+            vmin=np.empty((nth, NCH)),
+            vmax=np.empty((nth, NCH)),
+            nonf=np.empty((nth, NCH), dtype=np.int64),
+            below=np.empty((nth, NOBS, nt), dtype=np.int64),
+            nbad=np.empty(nth, dtype=np.int64),
+            firstbad=np.empty(nth, dtype=np.int64),
+        )
+    sc["vmin"].fill(np.inf)
+    sc["vmax"].fill(-np.inf)
+    for name in ("nonf", "below", "nbad"):
+        sc[name].fill(0)
+    sc["firstbad"].fill(-1)
+    sc["sketch"] = cache[skey]
+    return sc
 
 
 # --------------------------------------------------------------------------
@@ -201,9 +232,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
          target=None, nan_policy="raise", buf_len=1, q_len=1, chunk=None, progress=None):
     """Rows [row0, row0 + nrows) of a source through ``observe_chunk``: the
     rows of ``rows`` (a :class:`~fastsoftmax._inputs.Rows`; gen = GEN_ROWS)
-    or a model's generator.  ``row0`` is a multiple of the block size (of the
-    segment size for pieces to line up).  Returns the finished accumulator
-    (segments kept in order)."""
+    or a model's generator.  ``row0`` is a multiple of the block size, so
+    the accumulator's moment tree lines up with other pieces of the run."""
     nth = threads()
     brows = _config.block_rows(n)
     if row0 % brows:
@@ -213,48 +243,48 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     tmode = int(target.mode) if target is not None else 0
     yfix = int(target.index) if target is not None else 0
     labels = target.labels if target is not None and tmode == TARGET_LABELS else None
-    acc = Accumulator(thr)
-    sc = new_scratch(brows, nth, thr, cdt, buf_len, q_len)
-    nblk_step = step // brows
-    mom = np.zeros((nblk_step, NCH, 3))
-    seg = np.zeros((NCH, 3))
-    segs_buf = np.zeros((nblk_step // SEGMENT_BLOCKS + 2, NCH, 3))
+    sc = scratch(brows, nth, thr, cdt, buf_len, q_len)
+    sk = sc["sketch"]
+    gb0 = row0 // brows
+    acc = Accumulator(thr, block0=gb0)
+    mom = np.zeros((step // brows, NCH, 3))
     dummy_x = np.zeros((1, 1), dtype=cdt)
     dummy_labels = np.zeros(1, dtype=np.int64)
     params = np.zeros(3) if params is None else params
-    gb0 = row0 // brows
-    with guard():
-        for r0 in range(0, nrows, step):
-            r1 = min(r0 + step, nrows)
-            xc = rows.chunk(r0, r1) if rows is not None else dummy_x
-            lab = labels[r0:r1] if labels is not None else dummy_labels
-            sc["firstbad"][:] = -1
-            nbad0 = int(sc["nbad"].sum())
-            observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
-                          tmode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
-                          sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"], sc["nonf"],
-                          sc["below"], sc["hist"], sc["nbad"], sc["firstbad"])
-            if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
-                fb = sc["firstbad"]
-                r = r0 + int(fb[fb >= 0].min())
-                if rows is not None:
-                    raise bad_row_error(rows.row(r), r, rows.batch)
-                raise generated_row_error(row0 + r)
-            nb = (r1 - r0 + brows - 1) // brows
-            k = fold_blocks(seg, mom, nb, gb0 + r0 // brows, segs_buf)
-            acc.add_segments([segs_buf[i].copy() for i in range(k)])
-            if progress is not None:
-                progress.update(r1 - r0)
-    if seg[:, 0].any():
-        acc.add_segments([seg.copy()])
+    try:
+        with guard():
+            for r0 in range(0, nrows, step):
+                r1 = min(r0 + step, nrows)
+                xc = rows.chunk(r0, r1) if rows is not None else dummy_x
+                lab = labels[r0:r1] if labels is not None else dummy_labels
+                sc["firstbad"][:] = -1
+                nbad0 = int(sc["nbad"].sum())
+                observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
+                              tmode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
+                              sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
+                              sc["nonf"], sc["below"], sk["counts"], sk["lo"], sk["hi"],
+                              sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"])
+                # the sketch's int32 counts are handed over after every chunk
+                flush_scratch(sk, acc.sketch)
+                if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
+                    fb = sc["firstbad"]
+                    r = r0 + int(fb[fb >= 0].min())
+                    if rows is not None:
+                        raise bad_row_error(rows.row(r), r, rows.batch)
+                    raise generated_row_error(row0 + r)
+                nb = (r1 - r0 + brows - 1) // brows
+                acc.tree.push_blocks(mom, nb, gb0 + r0 // brows)
+                if progress is not None:
+                    progress.update(r1 - r0)
+    except BaseException:
+        flush_scratch(sk, acc.sketch)          # leave the scratch clean for the next call
+        raise
     acc.skipped = int(sc["nbad"].sum())
     acc.count = nrows - acc.skipped
     acc.vmin = sc["vmin"].min(axis=0)
     acc.vmax = sc["vmax"].max(axis=0)
     acc.nonfinite = sc["nonf"].sum(axis=0)
     acc.below = sc["below"].sum(axis=0)
-    # one thread (e.g. inside a Dask task): no 5.5 MB sum of per-thread sketches
-    acc.hist = sc["hist"][0] if nth == 1 else sc["hist"].sum(axis=0)
     return acc
 
 

@@ -4,19 +4,17 @@ The backend object (:func:`backend`, options ``client`` and ``inner``, the
 workers' backend) has the contract's entry points, called from
 :mod:`fastsoftmax.api` after it has validated the arguments:
 
-* ``summarize_model`` splits the rows of a Monte Carlo run into tasks whose
-  boundaries are segment boundaries (multiples of ``SEGMENT_BLOCKS *
-  block_rows(n)`` rows), runs the same CPU (or CUDA) kernels on the workers
-  and concatenates the pieces' accumulators in order (``Accumulator.concat``),
-  so the Summary is bitwise identical to a local run, whatever the number of
-  workers or tasks.
+* ``summarize_model`` splits the rows of a Monte Carlo run into tasks that
+  start on block boundaries (multiples of ``block_rows(n)`` rows), runs the
+  same CPU (or CUDA) kernels on the workers and concatenates the pieces'
+  accumulators in order (``Accumulator.concat``), so the Summary is bitwise
+  identical to a local run, whatever the number of workers or tasks.
 * ``summarize_array`` summarises a ``dask.array`` chunk by chunk and
   reduces the per-chunk accumulators with a tree of merges; nothing
   proportional to the number of rows reaches the client.
 
-Only small objects travel: an accumulator with its log-bucket sketch packed
-sparsely (:class:`_Packed`) and its segment moments (``NCH * 3`` floats per
-``SEGMENT_BLOCKS`` blocks of rows).  The workers run the CPU or CUDA backend
+Only small objects travel: accumulators, whose sketch holds only the
+buckets touched and whose moment tree at most 64 nodes.  The workers run the CPU or CUDA backend
 through :func:`fastsoftmax.backends.get_backend`, like any caller.
 
 Threads: each task runs the numba kernels on **one** thread, since the
@@ -37,7 +35,7 @@ import numpy as np
 from .. import _config
 from .._inputs import (TARGET_LABELS, BadRowError, bad_label_error, check_backend_name,
                        first_bad_label, is_dask_array, row_name)
-from ..accumulate import NCH, SEGMENT_BLOCKS, Accumulator, merge_parts_into
+from ..accumulate import Accumulator
 from . import get_backend, resolve
 from .common import ArrayJob, ModelJob
 
@@ -75,71 +73,7 @@ def connect(address, timeout="5s", **kwargs):
 
 
 # --------------------------------------------------------------------------
-# compact accumulators for the wire
-
-class _Packed:
-    """An Accumulator with its sketch stored sparsely (the dense sketch is
-    NOBS * SKETCH_NB int64, megabytes, nearly all zeros) and its ordered
-    segment moments as one array."""
-
-    __slots__ = ("count", "skipped", "mom", "vmin", "vmax", "nonfinite", "thresholds",
-                 "below", "hist_shape", "hist_idx", "hist_cnt", "segments")
-
-    def __init__(self, acc):
-        self.count = int(acc.count)
-        self.skipped = int(acc.skipped)
-        self.mom = acc.mom
-        self.vmin = acc.vmin
-        self.vmax = acc.vmax
-        self.nonfinite = acc.nonfinite
-        self.thresholds = acc.thresholds
-        self.below = acc.below
-        self.hist_shape = acc.hist.shape
-        flat = acc.hist.reshape(-1)
-        self.hist_idx = np.flatnonzero(flat)
-        self.hist_cnt = flat[self.hist_idx]
-        self.segments = (None if acc.segments is None else
-                         np.array(acc.segments, dtype=np.float64).reshape(-1, NCH, 3))
-
-    def unpack(self):
-        acc = Accumulator(self.thresholds)
-        acc.count, acc.skipped = self.count, self.skipped
-        acc.mom = self.mom.copy()
-        acc.vmin, acc.vmax = self.vmin.copy(), self.vmax.copy()
-        acc.nonfinite, acc.below = self.nonfinite.copy(), self.below.copy()
-        acc.hist.reshape(-1)[self.hist_idx] = self.hist_cnt
-        acc.segments = (None if self.segments is None else
-                        [self.segments[k] for k in range(self.segments.shape[0])])
-        return acc
-
-    @staticmethod
-    def merge(parts):
-        """``Accumulator.merge`` of packed accumulators left to right (Chan's
-        formula for the moments), without unpacking the sketch."""
-        first = parts[0]
-        out = _Packed.__new__(_Packed)
-        out.thresholds, out.hist_shape = first.thresholds, first.hist_shape
-        out.count, out.skipped = first.count, first.skipped
-        out.segments = None
-        for name in ("mom", "vmin", "vmax", "nonfinite", "below"):
-            setattr(out, name, getattr(first, name).copy())
-        for p in parts[1:]:
-            if (p.thresholds.shape != out.thresholds.shape
-                    or not np.array_equal(p.thresholds, out.thresholds)
-                    or p.hist_shape != out.hist_shape):
-                raise ValueError("cannot merge accumulators with different thresholds")
-            merge_parts_into(out, p)
-        # sparse sketch: sum the counts of equal bucket indices
-        idx = np.concatenate([p.hist_idx for p in parts])
-        cnt = np.concatenate([p.hist_cnt for p in parts])
-        order = np.argsort(idx, kind="stable")
-        idx, cnt = idx[order], cnt[order]
-        if idx.size:
-            starts = np.flatnonzero(np.concatenate([[True], idx[1:] != idx[:-1]]))
-            idx, cnt = idx[starts], np.add.reduceat(cnt, starts)
-        out.hist_idx, out.hist_cnt = idx, cnt
-        return out
-
+# tasks
 
 @contextlib.contextmanager
 def _one_thread():
@@ -158,13 +92,12 @@ def _one_thread():
 # simulate on a cluster
 
 def _run_piece(job, backend):
-    """Worker side: the packed accumulator of ``job``'s rows."""
+    """Worker side: the accumulator of ``job``'s rows (small: its sketch
+    holds only the buckets touched, its moment tree at most 64 nodes)."""
     if backend == "cuda":
-        acc = get_backend("cuda").summarize_model(job)
-    else:
-        with _one_thread():
-            acc = get_backend("cpu").summarize_model(job)
-    return _Packed(acc)
+        return get_backend("cuda").summarize_model(job)
+    with _one_thread():
+        return get_backend("cpu").summarize_model(job)
 
 
 # worker side: (backend, dtype) pairs this process has compiled
@@ -247,21 +180,21 @@ def resolve_backend(client, backend):
     return resolve(check_backend_name(backend), status=lambda: workers_status(client))
 
 
-def _plan(samples, n, nthreads, segments_per_task=None):
-    """Task row ranges [(row0, nrows)], every row0 a multiple of the segment
-    size."""
-    seg_rows = SEGMENT_BLOCKS * _config.block_rows(n)
-    nseg = -(-samples // seg_rows)
-    if segments_per_task is None:
+def _plan(samples, n, nthreads, blocks_per_task=None):
+    """Task row ranges [(row0, nrows)], every row0 a multiple of the block
+    size (where the moment trees of the pieces line up)."""
+    brows = _config.block_rows(n)
+    nblk = -(-samples // brows)
+    if blocks_per_task is None:
         ntasks = max(TASKS_PER_THREAD * max(1, nthreads), -(-samples * n // TASK_LOGITS))
-        segments_per_task = -(-nseg // min(nseg, ntasks))
-    step = int(segments_per_task) * seg_rows
+        blocks_per_task = -(-nblk // min(nblk, ntasks))
+    step = int(blocks_per_task) * brows
     return [(r0, min(step, samples - r0)) for r0 in range(0, samples, step)]
 
 
-def run_model(client, job, backend="cpu", progress=None, segments_per_task=None):
+def run_model(client, job, backend="cpu", progress=None, blocks_per_task=None):
     r"""The finished accumulator of ``job``'s rows, computed on the workers
-    of ``client``: tasks start on segment boundaries and their accumulators
+    of ``client``: tasks start on block boundaries and their accumulators
     are concatenated in order, so the result is bit for bit that of one local
     pass.
 
@@ -273,7 +206,7 @@ def run_model(client, job, backend="cpu", progress=None, segments_per_task=None)
     from distributed import as_completed
 
     nthreads = _wait_for_workers(client, WAIT_WORKERS)
-    plan = _plan(job.samples, job.gen.n, sum(nthreads.values()), segments_per_task)
+    plan = _plan(job.samples, job.gen.n, sum(nthreads.values()), blocks_per_task)
     _warm_workers(client, list(nthreads), job, backend)
 
     from dask.base import tokenize
@@ -308,9 +241,9 @@ def run_model(client, job, backend="cpu", progress=None, segments_per_task=None)
             client.cancel(futures)
     if first_err is not None:
         raise first_err[1]
-    acc = results[0].unpack()
-    for packed in results[1:]:
-        acc = acc.concat(packed.unpack())
+    acc = results[0]
+    for piece in results[1:]:
+        acc = acc.concat(piece)
     return acc
 
 
@@ -318,13 +251,13 @@ def run_model(client, job, backend="cpu", progress=None, segments_per_task=None)
 # summarize a dask.array
 
 class _Part:
-    """A chunk's (or a subtree's) packed accumulator and the first bad label
-    and first bad row seen, as (global flat row, detail) or None."""
+    """A chunk's (or a subtree's) accumulator and the first bad label and
+    first bad row seen, as (global flat row, detail) or None."""
 
-    __slots__ = ("packed", "bad_label", "bad_row")
+    __slots__ = ("acc", "bad_label", "bad_row")
 
-    def __init__(self, packed, bad_label=None, bad_row=None):
-        self.packed = packed
+    def __init__(self, acc, bad_label=None, bad_row=None):
+        self.acc = acc
         self.bad_label = bad_label
         self.bad_row = bad_row
 
@@ -355,11 +288,11 @@ def _chunk_summary(block, labels, offsets, job):
         r = first_bad_label(flat, n)
         if r is not None:
             g = _global_row(r, bshape, offsets, job.batch)
-            return _Part(_Packed(Accumulator(job.thresholds)), bad_label=(g, flat[r].item()))
+            return _Part(Accumulator(job.thresholds), bad_label=(g, flat[r].item()))
         t = Target(t.mode, t.index, np.ascontiguousarray(flat, dtype=np.int64), t.spec)
     rows = int(np.prod(bshape, dtype=np.int64))
     if rows == 0:
-        return _Part(_Packed(Accumulator(job.thresholds)))
+        return _Part(Accumulator(job.thresholds))
     local = dataclasses.replace(job, shape=tuple(block.shape), batch=bshape, rows=rows,
                                 target=t)
     try:
@@ -367,8 +300,8 @@ def _chunk_summary(block, labels, offsets, job):
             acc = get_backend("cpu").summarize_array(block, local)
     except BadRowError as e:
         g = _global_row(e.row, bshape, offsets, job.batch)
-        return _Part(_Packed(Accumulator(job.thresholds)), bad_row=(g, e.what))
-    return _Part(_Packed(acc))
+        return _Part(Accumulator(job.thresholds), bad_row=(g, e.what))
+    return _Part(acc)
 
 
 def _merge_parts(*parts):
@@ -376,7 +309,10 @@ def _merge_parts(*parts):
     for p in parts[1:]:
         bad_label = _first(bad_label, p.bad_label)
         bad_row = _first(bad_row, p.bad_row)
-    return _Part(_Packed.merge([p.packed for p in parts]), bad_label, bad_row)
+    acc = parts[0].acc
+    for p in parts[1:]:
+        acc = acc.merge(p.acc)
+    return _Part(acc, bad_label, bad_row)
 
 
 def summarize_array(x, job):
@@ -445,7 +381,7 @@ def summarize_array(x, job):
         g, what = part.bad_row
         raise BadRowError(f"row {row_name(g, batch)} of x {what}; "
                           "pass nan_policy='omit' to skip such rows", g, what)
-    return part.packed.unpack()
+    return part.acc
 
 
 class DaskBackend:

@@ -11,7 +11,8 @@ from ..._gen import model_row
 from ..._math import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
                       row_stats, row_stats_from, row_sums, row_target, row_top2, store_stats)
 from ..._vmath import fmax, fmin
-from ...accumulate import NCH, chan_merge, sketch_index
+from ..._sketch import I_NEGINF, bucket_of
+from ...accumulate import NCH, chan_merge
 from . import _settings
 
 _JIT = _settings.JIT
@@ -77,11 +78,14 @@ def _merge_top2(m1, m2, b1, b2):
 
 
 @cuda.jit(device=True, **_JIT)
-def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, hist):
+def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, hist, hrange,
+                 hninf, hstart):
     """Channel c over tile rows r0, r0 + step, ... < r1 (shared memory):
     returns (count, mean, M2) of the finite values; folds min/max/infinite
     counts/threshold counts into the block's slot and sketch counts into the
-    histogram (the same rules as ``accumulate.block_reduce``)."""
+    global histogram (the same rules as ``accumulate.block_reduce``):
+    hist[k, i - hstart] counts bucket i of observable k, hrange[k] the range
+    of columns touched, hninf[k] the -inf values."""
     cnt = 0.0
     s = 0.0
     ninf = 0
@@ -119,10 +123,18 @@ def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, h
             if cb > 0:
                 cuda.atomic.add(bbelow, (bid, c, j), np.int64(cb))
     else:
+        k = c - NOBS
         for r in range(r0, r1, step):
             lz = sm[c, r]
             if lz == lz:
-                cuda.atomic.add(hist, (c - NOBS, sketch_index(lz)), np.int64(1))
+                i = bucket_of(lz)
+                if i == I_NEGINF:
+                    cuda.atomic.add(hninf, k, np.int64(1))
+                else:
+                    i -= hstart
+                    cuda.atomic.add(hist, (k, i), np.int64(1))
+                    cuda.atomic.min(hrange, (k, 0), np.int64(i))
+                    cuda.atomic.max(hrange, (k, 1), np.int64(i))
     return cnt, mean, ss
 
 
@@ -163,7 +175,7 @@ def _build_observe(TPB, G, GENERATED):
 
     @cuda.jit(**_jit_opts())
     def observe(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, tr, thr, nt,
-                scr, qscr, mom, bmin, bmax, bnonf, bbelow, hist, bad):
+                scr, qscr, mom, bmin, bmax, bnonf, bbelow, hist, hrange, hninf, hstart, bad):
         # one padding column: the tile reduction reads columns of several
         # channels at once, and a row stride of TPB doubles would put them
         # all in the same banks
@@ -301,7 +313,8 @@ def _build_observe(TPB, G, GENERATED):
                     if hi > trows:
                         hi = trows
                     ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thr, nt, bid, bmin,
-                                               bmax, bnonf, bbelow, hist)
+                                               bmax, bnonf, bbelow, hist, hrange, hninf,
+                                               hstart)
                     if ni <= TPB:
                         rc, rm, rs = chan_merge(rc, rm, rs, ic, im, iss)
                     elif lo < trows:

@@ -10,7 +10,8 @@ from ..._gen import GEN_DOT_EXPLICIT, GEN_ROWS
 from ..._inputs import (TARGET_LABELS, Rows, bad_row_error, collapse, compute_dtype,
                         generated_row_error, normalize_axis)
 from ..._math import NOBS
-from ...accumulate import NCH, SEGMENT_BLOCKS, Accumulator, fold_blocks
+from ..._sketch import I_NEGINF, NTOT, window_start
+from ...accumulate import NCH, Accumulator
 from . import _settings
 from ._device import (_DeviceRows, _as_device, _is_device_array, _launch_copy4, _pad2, _view,
                       _wrap_like)
@@ -100,7 +101,10 @@ class _Launcher:
         self.bmax = cuda.to_device(np.full((grid, NCH), -np.inf))
         self.bnonf = cuda.to_device(np.zeros((grid, NCH), np.int64))
         self.bbelow = cuda.to_device(np.zeros((grid, NOBS, max(nt, 1)), np.int64))
-        self.hist = cuda.to_device(np.zeros((NOBS, _config.SKETCH_NB), np.int64))
+        self.hstart = window_start(self.dt)
+        self.hist = cuda.to_device(np.zeros((NOBS, NTOT - self.hstart), np.int64))
+        self.hrange = cuda.to_device(np.array([[_INT64_MAX, -1]] * NOBS, np.int64))
+        self.hninf = cuda.to_device(np.zeros(NOBS, np.int64))
         nrb = self.step // brows + 1
         pool = _pool()
         self.streams = pool.streams
@@ -110,9 +114,7 @@ class _Launcher:
         self.bad_h = pool.pinned("bad", (2,), np.int64)
         self.xbuf = [None, None]
         self.lbuf = [None, None]
-        self.seg = np.zeros((NCH, 3))
-        self.segs_buf = np.zeros((nrb // SEGMENT_BLOCKS + 2, NCH, 3))
-        self.segments = []
+        self.acc = Accumulator(self.thr_host, block0=row0 // brows)
         self.skipped = 0
         self.pending = None
         self.i = 0
@@ -150,7 +152,7 @@ class _Launcher:
                 np.int64(self.brows), np.int64(self.tr), self.thr, np.int64(self.nt), scr,
                 qscr,
                 self.mom_d[k], self.bmin, self.bmax, self.bnonf, self.bbelow, self.hist,
-                self.bad_d[k])
+                self.hrange, self.hninf, np.int64(self.hstart), self.bad_d[k])
         nb = -(-nr // self.brows)
         self.mom_d[k][:nb].copy_to_host(self.mom_h[k][:nb], stream=s)
         self.bad_d[k].copy_to_host(self.bad_h[k], stream=s)
@@ -181,9 +183,7 @@ class _Launcher:
         k, r0, r1 = p
         self.streams[k].synchronize()
         nb = -(-(r1 - r0) // self.brows)
-        kf = fold_blocks(self.seg, self.mom_h[k], nb, (self.row0 + r0) // self.brows,
-                         self.segs_buf)
-        self.segments.extend(self.segs_buf[i].copy() for i in range(kf))
+        self.acc.tree.push_blocks(self.mom_h[k], nb, (self.row0 + r0) // self.brows)
         nbad = int(self.bad_h[k][0])
         self.skipped += nbad
         return r1 - r0, (r0 + int(self.bad_h[k][1]) if nbad else None)
@@ -191,18 +191,21 @@ class _Launcher:
     def result(self, nrows):
         self.flush()
         cuda.synchronize()
-        if self.seg[:, 0].any():
-            self.segments.append(self.seg.copy())
-            self.seg[:] = 0.0
-        acc = Accumulator(self.thr_host)
+        acc = self.acc
         acc.skipped = self.skipped
         acc.count = nrows - self.skipped
         acc.vmin = self.bmin.copy_to_host().min(axis=0)
         acc.vmax = self.bmax.copy_to_host().max(axis=0)
         acc.nonfinite = self.bnonf.copy_to_host().sum(axis=0)
         acc.below = self.bbelow.copy_to_host().sum(axis=0)[:, :self.nt].copy()
-        acc.hist = self.hist.copy_to_host()
-        acc.add_segments(self.segments)
+        hr = self.hrange.copy_to_host()
+        for k in range(NOBS):
+            lo, hi = int(hr[k, 0]), int(hr[k, 1])
+            if hi >= lo:
+                acc.sketch.add(k, self.hstart + lo, self.hist[k, lo:hi + 1].copy_to_host())
+        ninf = self.hninf.copy_to_host()
+        for k in np.flatnonzero(ninf):
+            acc.sketch.add(int(k), I_NEGINF, ninf[k:k + 1].astype(np.int64))
         return acc
 
 
