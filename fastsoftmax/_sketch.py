@@ -333,14 +333,29 @@ def _sum(group: list[tuple[int, np.ndarray]], end: int) -> tuple[int, np.ndarray
     return s0, acc
 
 
+@njit(cache=True, nogil=True)
+def _runs(counts, gap):
+    """(first, last) of each run of nonzero buckets, runs split where more
+    than gap - 1 empty buckets separate two nonzero ones; and the maximum."""
+    out = np.empty((counts.size // 2 + 1, 2), dtype=np.int64)
+    k = -1
+    last = -gap - 1
+    m = 0
+    for i in range(counts.size):
+        c = counts[i]
+        if c != 0:
+            if i - last > gap:
+                k += 1
+                out[k, 0] = i
+            out[k, 1] = i
+            last = i
+            m = max(m, c)
+    return out[:k + 1], m
+
+
 def _canon(start: int, counts: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """Windows from the first to the last nonzero bucket, split where more
     than GAP - 1 empty buckets separate two nonzero ones."""
-    nz = np.flatnonzero(counts)
-    if nz.size == 0:
-        return []
-    cuts = np.flatnonzero(np.diff(nz) > GAP)
-    firsts = np.concatenate([[0], cuts + 1])
-    lasts = np.concatenate([cuts, [nz.size - 1]])
-    return [(start + int(nz[a]), _small(counts[nz[a]:nz[b] + 1]))
-            for a, b in zip(firsts, lasts)]
+    runs, m = _runs(counts, GAP)
+    dt = np.min_scalar_type(int(m))
+    return [(start + int(a), counts[a:b + 1].astype(dt, copy=False)) for a, b in runs]

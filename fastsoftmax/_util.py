@@ -2,14 +2,15 @@
 progress-bar helper of the package."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["jsonable", "dumps", "progress_bar", "Progress"]
+__all__ = ["jsonable", "dumps", "progress_bar", "Progress", "numba_threads"]
 
 
 def jsonable(obj: Any) -> Any:
@@ -98,3 +99,19 @@ def progress_bar(progress: Any, total: int, desc: str | None = None) -> Progress
                           "(or pass progress=False)") from None
     return Progress(tqdm(total=total, desc=desc, unit="rows", unit_scale=True, smoothing=0.1,
                          dynamic_ncols=True), owned=True)
+
+
+@contextlib.contextmanager
+def numba_threads(n: int) -> Iterator[None]:
+    """numba's thread count for the calling thread (numba keeps it per
+    thread) set to ``n`` inside the block, restored afterwards."""
+    import numba
+    old = numba.get_num_threads()
+    if n == old:
+        yield
+        return
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)

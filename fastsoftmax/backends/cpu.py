@@ -33,6 +33,7 @@ from .._gen import GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
+from .._util import numba_threads
 from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
 from .common import ArrayJob, ModelJob
@@ -234,10 +235,12 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     rows of ``rows`` (a :class:`~fastsoftmax._inputs.Rows`; gen = GEN_ROWS)
     or a model's generator.  ``row0`` is a multiple of the block size, so
     the accumulator's moment tree lines up with other pieces of the run."""
-    nth = threads()
     brows = _config.block_rows(n)
     if row0 % brows:
         raise ValueError("row0 must be a multiple of the block size")
+    # fewer blocks than threads: one thread, in the caller's (waking the pool
+    # costs more than the work, and milliseconds on a busy machine)
+    nth = threads() if nrows > brows else 1
     step = chunk if chunk else _config.chunk_rows(n, nth)
     step = max(brows, step - step % brows)
     tmode = int(target.mode) if target is not None else 0
@@ -252,7 +255,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     dummy_labels = np.zeros(1, dtype=np.int64)
     params = np.zeros(3) if params is None else params
     try:
-        with guard():
+        with guard(), numba_threads(nth):
             for r0 in range(0, nrows, step):
                 r1 = min(r0 + step, nrows)
                 xc = rows.chunk(r0, r1) if rows is not None else dummy_x

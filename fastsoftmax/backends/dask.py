@@ -25,7 +25,6 @@ with ``--nthreads`` equal to their cores (``dask worker``'s default).
 scheduler into a quick, clear ``ValueError``.
 """
 import asyncio
-import contextlib
 import dataclasses
 import threading
 import weakref
@@ -33,6 +32,7 @@ import weakref
 import numpy as np
 
 from .. import _config
+from .._util import numba_threads
 from .._inputs import (TARGET_LABELS, BadRowError, bad_label_error, check_backend_name,
                        first_bad_label, is_dask_array, row_name)
 from ..accumulate import Accumulator
@@ -75,17 +75,10 @@ def connect(address, timeout="5s", **kwargs):
 # --------------------------------------------------------------------------
 # tasks
 
-@contextlib.contextmanager
 def _one_thread():
-    """numba kernels on one thread inside a Dask task (numba's thread count
-    is per calling thread); restored afterwards."""
-    import numba
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+    """numba kernels on one thread inside a Dask task: the parallelism comes
+    from Dask (one task per worker thread)."""
+    return numba_threads(1)
 
 
 # --------------------------------------------------------------------------
