@@ -9,6 +9,8 @@ import pickle
 import time
 
 import numpy as np
+
+AxisError = getattr(np, "exceptions", np).AxisError   # numpy < 1.25 has only np.AxisError
 import pytest
 
 distributed = pytest.importorskip("distributed")
@@ -312,7 +314,7 @@ def _boom(b):
 
 
 @pytest.mark.parametrize("kw,x_dtype,err", [
-    (dict(axis=2), np.float64, np.exceptions.AxisError),
+    (dict(axis=2), np.float64, AxisError),
     (dict(axis=(0, 0)), np.float64, ValueError),
     (dict(target="random"), np.float64, ValueError),
     (dict(target=9), np.float64, ValueError),
