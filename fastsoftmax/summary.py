@@ -256,10 +256,11 @@ def _rows_overlap(a, b):
 
 
 def merged_config(a, b):
-    """The configuration of the union of two summaries: flat (the leaf
-    configurations, however many merges deep), or one of them when they are
-    the same array-run record or the other is empty.  ValueError when the two
-    drew the same random rows (their statistics are not independent)."""
+    """The configuration of the union of two summaries: the distinct leaf
+    records, flat however many merges deep (one record stays itself: pieces
+    of one array or probe merged back together keep their record).
+    ValueError when the two drew the same random rows (their statistics are
+    not independent)."""
     la, lb = _leaves(a), _leaves(b)
     for x in la:
         for y in lb:
@@ -268,11 +269,12 @@ def merged_config(a, b):
                     f"cannot merge summaries that drew the same random rows (seed "
                     f"{x['seed']}, rows {x.get('rows')} and {y.get('rows')}): the merged "
                     "standard errors would be too small; simulate with different seeds")
-    if not lb:
-        return dict(a or {})
-    if not la:
-        return dict(b or {})
-    parts = la + lb
+    parts = []
+    for p in la + lb:                 # a run's record once, however many of its pieces
+        if p not in parts:
+            parts.append(p)
+    if len(parts) <= 1:
+        return dict(parts[0]) if parts else {}
     out = {"source": "merged", "parts": parts}
     if all("samples" in p for p in parts):
         out["samples"] = sum(int(p["samples"]) for p in parts)
@@ -329,10 +331,7 @@ class Summary:
         summaries that drew the same random rows (same seed)."""
         if not isinstance(other, Summary):
             raise TypeError(f"cannot merge a Summary with {type(other).__name__}")
-        if self.config == other.config and self.config.get("source") == "array":
-            cfg = dict(self.config)
-        else:
-            cfg = merged_config(self.config, other.config)
+        cfg = merged_config(self.config, other.config)
         acc = self._acc.merge(other._acc)
         return Summary(acc, cfg)
 
