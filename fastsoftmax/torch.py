@@ -253,8 +253,9 @@ class AttentionProbe:
     steps its mode aside during their forwards (with global module hooks,
     which, unlike per-module hooks, do not disable the encoder layer's fast
     path) and summarises them from their arguments afterwards.  That needs
-    global forward hooks taking keyword arguments (PyTorch >= 2.6); on older
-    versions these modules take their slow path under the probe (covered, but
+    global forward hooks taking keyword arguments (``with_kwargs``, which
+    PyTorch 2.5 and earlier lack); there these modules take their slow path
+    under the probe (covered through ``F.multi_head_attention_forward``, but
     eval-mode outputs may differ from the fast path's in the last bits).
 
     The mode and the module stack are those of the thread that entered the
@@ -467,7 +468,9 @@ class AttentionProbe:
             return None
         st = self._stack
         fr = _Frame(module)
-        if not st and (self.model is None or module is self.model):
+        if (not st if self.model is None
+                else module is self.model and not any(f.root for f in st)):
+            # a forward (of the model, also inside a wrapper such as DataParallel)
             fr.root = True
             self._unnamed = 0
             skip = self._forwards % self.every != 0
@@ -647,13 +650,18 @@ class AttentionProbe:
 
             kcache = {}
 
+            # contiguous float64 copies: a cast that keeps a strided layout (q, k
+            # are often permuted views of one projection) is up to 100x slower
+            # with several threads, and BLAS wants plain rows anyway
+            cf = torch.contiguous_format
+
             def fill(out, b, h, l0, n):
                 kv = h // rep if rep > 1 else h
                 if kcache.get("key") != (b, kv):
                     kcache["key"] = (b, kv)
-                    kcache["kT"] = ke[b][kv].to(device=device, dtype=dt).t()
-                torch.matmul(qe[b][h][l0:l0 + n].to(device=device, dtype=dt), kcache["kT"],
-                             out=out)
+                    kcache["kT"] = ke[b][kv].to(device=device, dtype=dt, memory_format=cf).t()
+                qb = qe[b][h][l0:l0 + n].to(device=device, dtype=dt, memory_format=cf)
+                torch.matmul(qb, kcache["kT"], out=out)
                 out.mul_(scale)
                 for m, is_bool in me:
                     mb = m[b][h][l0:l0 + n].to(device)

@@ -386,6 +386,22 @@ def test_transformer_encoder_nested_fast_path():
         assert_same_summary(p.summaries["layers.0.self_attn", h], s, MHA_RTOL)
 
 
+def test_without_keyword_global_hooks_slow_path_still_covered(monkeypatch):
+    """Older PyTorch (global hooks without with_kwargs): the modules take their
+    slow path under the mode, which sees F.multi_head_attention_forward."""
+    import fastsoftmax.torch as fst
+    monkeypatch.setattr(fst, "_global_hooks_take_kwargs", lambda: False)
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval()
+    x = torch.randn(3, 8, 32)
+    pad = torch.zeros(3, 8, dtype=torch.bool)
+    pad[0, 5:] = True
+    with torch.no_grad(), AttentionProbe(layer) as p:
+        layer(x, src_key_padding_mask=pad)
+    assert p.calls == {"self_attn": 1}
+    assert_probe_matches(p, "self_attn", mha_ref_logits(layer.self_attn, x, x, pad), MHA_RTOL)
+
+
 # --------------------------------------------------------------------------
 # names, every, snapshot, frame
 
