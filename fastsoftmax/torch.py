@@ -41,11 +41,13 @@ too and counted separately (``nonfinite`` in :meth:`AttentionProbe.to_frame`),
 so a diverging run is reported rather than crashing the training loop.
 
 Exactness: the probe's Summary equals ``fs.summarize`` of the float64 logits
-materialised in one piece: the integer parts (counts, threshold fractions,
-sketch quantiles) and min/max exactly, the means to rounding (they are merged
-over chunks with Chan's formula).  The logits are exact float64 functions of
-the inputs; the model's own kernel (float32, fused) rounds differently, by its
-own rounding error.
+materialised in one piece: the integer parts (counts, skipped rows, threshold
+fractions, sketch quantiles) exactly, min/max and means to rounding.  Means
+are merged over chunks with Chan's formula; and a float64 logit is a sum of E
+products which BLAS adds in an order that depends on the shapes multiplied, so
+two materialisations may differ by an ulp (the products of float32 inputs are
+exact in float64).  The model's own kernel (float32, fused) rounds by its own
+rounding error, which the probe does not reproduce.
 
 Outputs and autograd are untouched: the original function runs with the
 original arguments and its result is returned as is; the statistics are
@@ -638,17 +640,17 @@ class AttentionProbe:
             me = [(m.expand(lead + (H, L, S)), b) for m, b in masks]
             device = self._device(q)
             dt = torch.float64
-            causal_cache = {}
-
-            def causal_block(l0, n):
-                key = (l0, n)
-                if key not in causal_cache:
-                    causal_cache.clear()      # one pattern at a time: bounded memory
-                    causal_cache[key] = torch.ones((n, S), dtype=torch.bool,
-                                                   device=device).triu_(l0 + 1)
-                return causal_cache[key]
-
             kcache = {}
+            tri_cache = {}
+
+            def tri(n, w):
+                t = tri_cache.get("t")
+                if t is None or t.shape[0] < n or t.shape[1] < w:
+                    # one pattern per call, at most one block's size
+                    shape = (n, w) if t is None else (max(n, t.shape[0]), max(w, t.shape[1]))
+                    t = tri_cache["t"] = torch.ones(shape, dtype=torch.bool,
+                                                    device=device).triu_(1)
+                return t[:n, :w]
 
             # contiguous float64 copies: a cast that keeps a strided layout (q, k
             # are often permuted views of one projection) is up to 100x slower
@@ -670,7 +672,14 @@ class AttentionProbe:
                     else:
                         out.add_(mb)
                 if causal:
-                    out.masked_fill_(causal_block(l0, n), -math.inf)
+                    # query l0 + i sees keys j <= l0 + i: keys from l0 + n on are
+                    # masked for every row of the block, keys in [l0, l0 + n)
+                    # by a strict upper triangle, keys before l0 for none
+                    if l0 + n < S:
+                        out[:, l0 + n:].fill_(-math.inf)
+                    if l0 < S:
+                        w = min(n, S - l0)
+                        out[:, l0:l0 + w].masked_fill_(tri(n, w), -math.inf)
 
             self._run_heads(name, H, lead, L, S, device, fill, count)
 

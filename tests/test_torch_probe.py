@@ -26,6 +26,7 @@ from torch.overrides import TorchFunctionMode           # noqa: E402
 from fastsoftmax.torch import CHUNK_LOGITS, AttentionProbe   # noqa: E402
 
 INF = math.inf
+SDPA_RTOL = 1e-14
 MHA_RTOL = 1e-13
 
 
@@ -98,13 +99,16 @@ def assert_same_summary(got, want, extremes_rtol=0.0):
     np.testing.assert_allclose(ma[:, 2], mb[:, 2], rtol=1e-9, atol=1e-250)
 
 
-def assert_probe_matches(probe, name, logits, rtol=0.0):
+def assert_probe_matches(probe, name, logits, rtol=SDPA_RTOL):
     """The probe's Summary and max logit of every head of ``name`` against
-    fs.summarize of ``logits`` (batch..., heads, L, S).  ``rtol`` for the
-    extremes where q and k are float64 projections (MHA): their dot products
-    then round in the order BLAS takes, which differs between the probe's
-    per-head products and the batched reference; float32 inputs have exact
-    float64 products and match bit for bit."""
+    fs.summarize of ``logits`` (batch..., heads, L, S).
+
+    The extremes (and moments) to ``rtol``, not bit for bit: each float64 logit
+    is a sum of E products, which BLAS adds in an order that depends on the
+    shapes multiplied (the probe's chunk of rows against the reference's whole
+    batch).  With float32 inputs the products are exact and the sums differ by
+    an ulp at most (SDPA_RTOL); q, k that are float64 projections (MHA) carry
+    the projections' rounding too (MHA_RTOL)."""
     want = head_summaries(logits)
     got = {h: s for (m, h), s in probe.summaries.items() if m == name}
     assert sorted(got) == list(range(len(want)))
@@ -226,16 +230,19 @@ def test_sdpa_nan_counted_not_raised():
     assert df.loc[1, "max_logit"] == float(lg[0, 1][torch.isfinite(lg[0, 1])].max())
 
 
-def test_chunking_spans_rows_and_batches():
-    """Tiny chunks (3 rows of 11 keys): chunks cross batch boundaries."""
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L", [5, 14])
+def test_chunking_spans_rows_and_batches(causal, L):
+    """Tiny chunks (3 rows of 11 keys): chunks cross batch boundaries and split
+    sequences (the causal pattern of each block then starts mid-sequence)."""
     g = gen(7)
-    q = torch.randn(3, 2, 5, 4, generator=g)
+    q = torch.randn(3, 2, L, 4, generator=g)
     k, v = (torch.randn(3, 2, 11, 4, generator=g) for _ in range(2))
-    mask = torch.rand(3, 2, 5, 11, generator=g) > 0.2
+    mask = None if causal else torch.rand(3, 2, L, 11, generator=g) > 0.2
     with AttentionProbe(chunk_logits=33) as p:
-        F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
     assert p.peak_chunk_logits == 33
-    assert_probe_matches(p, "call0", ref_logits(q, k, mask))
+    assert_probe_matches(p, "call0", ref_logits(q, k, mask, is_causal=causal))
 
 
 def test_backward_bitwise_with_probe():
