@@ -19,6 +19,7 @@ row lengths as the causal mask (query i sees i + 1 keys).
 
     python examples/attention_training.py --out docs          # ~7 min on 2 cores
     python examples/attention_training.py --quick --out /tmp  # seconds (the test)
+    python examples/attention_training.py --replot --out docs # the PNG from the CSV
 """
 import argparse
 import copy
@@ -250,7 +251,7 @@ def train(run, model, data_tr, data_va, args, log):
     return recs, time.perf_counter() - t0, fwd
 
 
-def plot(df, path):
+def plot(df, path, context=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -281,6 +282,12 @@ def plot(df, path):
                 ax.set_title(title, fontsize=10)
                 if col == "jac_diag_max_median":
                     ax.set_yscale("log")
+                if col == "jac_diag_max_below_1e-06" and context:
+                    # query 0 sees one key: p = 1, jac_diag_max = 0, in every sequence
+                    ax.axhline(1 / context, color="gray", ls=":", lw=1)
+                    ax.annotate(f"1/{context}: the first query sees one key", (0, 1 / context),
+                                xytext=(4, 4), textcoords="offset points", fontsize=7,
+                                color="gray")
                 if r == 1:
                     ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
@@ -308,7 +315,14 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
     ap.add_argument("--out", default=".", help="directory for the CSVs and the PNG")
     ap.add_argument("--quick", action="store_true", help="a few tiny steps (the test suite)")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the PNG from the CSV in --out")
     args = ap.parse_args(argv)
+    if args.replot:
+        import pandas as pd
+        df = pd.read_csv(os.path.join(args.out, "attention_training.csv"))
+        plot(df, os.path.join(args.out, "attention_training.png"), args.context)
+        return
     if args.quick:
         args.steps, args.every, args.layers, args.context, args.batch = 4, 2, 2, 32, 4
         args.val_batches, args.rows_per_n, args.warmup = 1, 20, 2
@@ -353,7 +367,7 @@ def main(argv=None):
     df.to_csv(csv, index=False, float_format="%.6g")
     s0.to_csv(os.path.join(args.out, "attention_training_step0.csv"), index=False,
               float_format="%.6g")
-    plot(df, os.path.join(args.out, "attention_training.png"))
+    plot(df, os.path.join(args.out, "attention_training.png"), args.context)
 
     log("\nstep 0, per head: measured vs synthetic (same causal row lengths)")
     show = ["run", "layer", "head", "source", "sigma_model", "jac_diag_max_median", "entropy_mean",

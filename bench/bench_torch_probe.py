@@ -1,0 +1,177 @@
+"""AttentionProbe overhead: a forward pass with the probe against the same
+pass without, on the example's model and on a GPT-2-sized layer (d_model 768,
+12 heads of 64, causal SDPA, sequence 1024, batch 1 and 4); then a profile of
+the probed pass: fastsoftmax's summaries, the float64 logits (matmul, scale,
+masks), the rest (model, torch-function mode, hooks).
+
+    python -m pytest bench/bench_torch_probe.py -q -s
+"""
+import os
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import fastsoftmax.torch as fst                              # noqa: E402
+from conftest import record                                  # noqa: E402
+from fastsoftmax.torch import AttentionProbe                 # noqa: E402
+from torch.overrides import TorchFunctionMode                # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))
+import attention_training as ex                              # noqa: E402
+
+CASES = {
+    # name: (model factory, input factory)
+    "example model (2 layers, 2 heads, L 128, batch 32)": (
+        lambda: ex.CharTransformer(96, 128, 2, 2, None),
+        lambda: torch.randint(0, 96, (32, 128))),
+    "GPT-2-sized layer (768, 12 heads, L 1024, batch 1)": (
+        lambda: ex.Block(768, 12, None),
+        lambda: torch.randn(1, 1024, 768)),
+    "GPT-2-sized layer (768, 12 heads, L 1024, batch 4)": (
+        lambda: ex.Block(768, 12, None),
+        lambda: torch.randn(4, 1024, 768)),
+}
+_BUILT = {}
+
+
+def built(case):
+    if case not in _BUILT:
+        torch.manual_seed(0)
+        make_model, make_x = CASES[case]
+        _BUILT.clear()
+        _BUILT[case] = (make_model().eval(), make_x())
+    return _BUILT[case]
+
+
+def forward(model, x, probe):
+    with torch.no_grad():
+        if probe is None:
+            return model(x)
+        with probe:
+            return model(x)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_forward_overhead(benchmark, case):
+    """The probed forward (benchmarked) and the plain one (best of 5: on a
+    shared machine the minimum estimates the cost, the median the load)."""
+    model, x = built(case)
+    probe = AttentionProbe(model)
+    forward(model, x, probe)                             # warm-up (and compilation)
+    forward(model, x, None)
+    plain = _best(lambda: forward(model, x, None), 5)
+    benchmark.pedantic(forward, args=(model, x, probe), rounds=5, iterations=1)
+    sec = benchmark.stats.stats.min
+    record(f"probe overhead: {case}", "fastsoftmax", sec, 1, unit="forwards/s")
+    record(f"probe overhead: {case}", "no probe", plain, 1, unit="forwards/s")
+    print(f"\n{case}: {sec * 1e3:.0f} ms with the probe, {plain * 1e3:.0f} ms without "
+          f"(best of 5): ratio {sec / plain:.2f}")
+
+
+class PassThrough(TorchFunctionMode):
+    """A mode that only passes calls through: the cost of having one."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_where_the_time_goes():
+    """Per case: the plain forward; the same under a pass-through mode; the
+    probed forward split into fastsoftmax's summaries (summarize + merge), the
+    float64 logits (matmul, scale, masks, max: the rest of the per-head loop)
+    and everything else (mode, hooks, the model)."""
+    timers = {"summaries": 0.0, "heads": 0.0}
+
+    def timed(key, f):
+        def g(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                timers[key] += time.perf_counter() - t
+        return g
+
+    lines = ["", "where a probed forward's time goes (the fastest of 3 runs; ms):"]
+    for case in CASES:
+        model, x = built(case)
+        probe = AttentionProbe(model)
+        forward(model, x, probe)
+        plain = _best(lambda: forward(model, x, None))
+
+        def under_mode():
+            with torch.no_grad(), PassThrough():
+                model(x)
+        mode = _best(under_mode)
+        orig = (fst._summarize_chunk, fst._merge, AttentionProbe._run_heads)
+        fst._summarize_chunk = timed("summaries", fst._summarize_chunk)
+        fst._merge = timed("summaries", fst._merge)
+        AttentionProbe._run_heads = timed("heads", AttentionProbe._run_heads)
+        try:
+            runs = []
+            for _ in range(3):
+                timers.update(summaries=0.0, heads=0.0)
+                t = time.perf_counter()
+                forward(model, x, probe)
+                runs.append((time.perf_counter() - t, timers["summaries"], timers["heads"]))
+        finally:
+            fst._summarize_chunk, fst._merge, AttentionProbe._run_heads = orig
+        total, summ, heads = min(runs)
+        logits = heads - summ
+        rest = total - heads
+        lines.append(
+            f"  {case}: plain {plain * 1e3:.0f}, under a pass-through mode "
+            f"{mode * 1e3:.0f}, probed {total * 1e3:.0f} (ratio {total / plain:.2f}) = "
+            f"summaries {summ * 1e3:.0f} + float64 logits {logits * 1e3:.0f} + model, mode "
+            f"and hooks {rest * 1e3:.0f}")
+        record(f"probed forward split (ms): {case}", "summarize + merge", summ, summ, unit="s")
+        record(f"probed forward split (ms): {case}", "float64 logits", logits, logits,
+               unit="s")
+        record(f"probed forward split (ms): {case}", "model, mode, hooks", rest, rest,
+               unit="s")
+    print("\n".join(lines))
+
+
+def _best(f, n=3):
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def test_per_head_costs():
+    """The probe's work for one head of a 1024 x 1024 causal call, alone: the
+    float64 logits (cast, matmul, scale, causal mask, max) and fastsoftmax's
+    summarize + merge of those 2**20 logits (best of 5)."""
+    import math
+
+    import numpy as np
+
+    import fastsoftmax as fs
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(1024, 64, generator=g) for _ in range(2))
+    buf = torch.empty(1024, 1024, dtype=torch.float64)
+    tri = torch.ones(1024, 1024, dtype=torch.bool).triu_(1)
+
+    def logits():
+        torch.matmul(q.double(), k.double().t(), out=buf)
+        buf.mul_(0.125).masked_fill_(tri, -math.inf)
+        return float(buf.amax())
+
+    logits()
+    x = buf.numpy()
+    prev = fs.summarize(x, nan_policy="omit")
+    t_log = _best(logits, 5)
+    t_sum = _best(lambda: fs.summarize(x, nan_policy="omit"), 5)
+    t_merge = _best(lambda: prev.merge(prev), 5)
+    t_small = _best(lambda: fs.summarize(np.zeros((4, 16)), nan_policy="omit"), 5)
+    print(f"\none head, 1024 x 1024 causal: float64 logits {t_log * 1e3:.1f} ms, summarize "
+          f"{t_sum * 1e3:.1f} ms, merge {t_merge * 1e3:.1f} ms; a 4 x 16 summarize "
+          f"{t_small * 1e3:.2f} ms (the fixed cost per call)")
+    for name, v in (("float64 logits", t_log), ("summarize", t_sum), ("merge", t_merge),
+                    ("summarize 4 x 16", t_small)):
+        record("per head, 1024 x 1024 (s)", name, v, v, unit="s")
