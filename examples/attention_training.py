@@ -324,7 +324,7 @@ def main(argv=None):
         plot(df, os.path.join(args.out, "attention_training.png"), args.context)
         return
     if args.quick:
-        args.steps, args.every, args.layers, args.context, args.batch = 4, 2, 2, 32, 4
+        args.steps, args.every, args.layers, args.context, args.batch = 4, 2, 2, 16, 4
         args.val_batches, args.rows_per_n, args.warmup = 1, 20, 2
     if args.steps < 1 or args.every < 1:
         ap.error("--steps and --every must be >= 1")

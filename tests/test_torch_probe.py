@@ -514,6 +514,15 @@ def test_mode_inside_module_and_reentry():
     with p, rec:
         F.scaled_dot_product_attention(x, x, x)
     assert len(rec.calls) == 1 and p.calls == {"call0": 2}
+    # a mode above the probe's: it cannot step aside, the module takes its slow
+    # path and is summarised once, through F.multi_head_attention_forward
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    y = torch.randn(2, 3, 8)
+    p2 = AttentionProbe(mha)
+    with torch.no_grad(), p2, Recorder():
+        mha(y, y, y, need_weights=False)
+    assert p2.calls == {"MultiheadAttention": 1}
+    assert_probe_matches(p2, "MultiheadAttention", mha_ref_logits(mha, y, y), MHA_RTOL)
     with pytest.raises(RuntimeError, match="already active"):
         with p, p:
             pass
