@@ -76,7 +76,8 @@ import numpy as np
 from . import api as _api
 from ._config import DEFAULT_THRESHOLDS
 from ._math import OBS_NAMES
-from .summary import Summary
+from ._inputs import check_backend_name, check_samples, check_thresholds
+from .summary import Stat, Summary
 
 __all__ = ["AttentionProbe", "CHUNK_LOGITS"]
 
@@ -89,8 +90,6 @@ CHUNK_LOGITS = 1 << 22
 # at 2**17 on two cores shared with other work); a GPU takes one block per
 # chunk (fewer launches).
 _CPU_BLOCK_LOGITS = 1 << 20
-_QUANTILES = (0.01, 0.1, 0.5, 0.9, 0.99)
-_BACKENDS = ("auto", "cpu", "cuda")
 
 
 # --------------------------------------------------------------------------
@@ -291,13 +290,11 @@ class AttentionProbe:
             raise TypeError(f"model must be a torch.nn.Module or None, got {type(model).__name__}")
         self.model = model
         self.target = _check_target(target)
-        self.thresholds = _check_thresholds(thresholds)
-        self.every = _check_positive_int("every", every)
-        if backend not in _BACKENDS:
-            raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-        self.backend = backend
+        self.thresholds = tuple(float(t) for t in check_thresholds(thresholds))
+        self.every = check_samples(every, "every")
+        self.backend = check_backend_name(backend)
         self.eager = bool(eager)
-        self.chunk_logits = _check_positive_int("chunk_logits", chunk_logits)
+        self.chunk_logits = check_samples(chunk_logits, "chunk_logits")
         self._config = {"source": "fastsoftmax.torch", "target": self.target,
                         "thresholds": list(self.thresholds)}
         self._stats: dict[tuple[str, int], _HeadStats] = {}
@@ -367,7 +364,7 @@ class AttentionProbe:
         rec.update(calls=int(calls), rows=int(s.samples), skipped=int(s.skipped),
                    nonfinite=int(nonfinite), max_logit=float(max_logit))
         for name in OBS_NAMES:
-            for k, v in s[name].to_dict(quantiles=_QUANTILES).items():
+            for k, v in s[name].to_dict().items():
                 rec[f"{name}_{k}"] = int(v) if k == "nonfinite" else float(v)
         return rec
 
@@ -868,14 +865,11 @@ def _mha_mask(m, extra):
 # argument checks and column names
 
 _BASE_COLUMNS = ["calls", "rows", "skipped", "nonfinite", "max_logit"]
-_STAT_KEYS = ("mean", "std", "sem", "min", "max", "log10_mean", "log10_std", "log10_sem",
-              "nonfinite")
 
 
 def _stat_columns(thresholds) -> list[str]:
-    keys = list(_STAT_KEYS) + [f"q{q:g}" for q in _QUANTILES] \
-        + [f"below_{t:g}" for t in thresholds]
-    return [f"{name}_{k}" for name in OBS_NAMES for k in keys]
+    """The sweep's observable columns (``<obs>_<key>``, keys of ``Stat.to_dict``)."""
+    return [f"{name}_{k}" for name in OBS_NAMES for k in Stat.keys(thresholds)]
 
 
 def _check_target(target):
@@ -889,21 +883,3 @@ def _check_target(target):
             raise ValueError(f"target must be a non-negative key index, got {int(target)}")
         return int(target)
     raise TypeError(f"target must be 'argmax' or an int key index, got {target!r}")
-
-
-def _check_thresholds(thresholds):
-    try:
-        t = tuple(float(v) for v in thresholds)
-    except TypeError:
-        raise TypeError(f"thresholds must be a sequence of numbers, got {thresholds!r}") from None
-    if not all(math.isfinite(v) and v > 0 for v in t):
-        raise ValueError(f"thresholds must be positive finite numbers, got {list(thresholds)}")
-    return t
-
-
-def _check_positive_int(name, v):
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)):
-        raise TypeError(f"{name} must be a positive integer, got {v!r}")
-    if int(v) < 1:
-        raise ValueError(f"{name} must be >= 1, got {int(v)}")
-    return int(v)
