@@ -1,9 +1,16 @@
 r"""Parameter sweeps: one :func:`fastsoftmax.simulate` per grid point, one
 tidy row per point, written to disk as each point finishes.
 
->>> import fastsoftmax as fs                                     # doctest: +SKIP
->>> df = fs.sweep(fs.models.DotProduct, {"d_k": [1, 64, 4096], "scaled": [False, True]},
-...               fixed={"n": 64}, samples=10**6, out="sweep.parquet", resume=True)
+>>> import fastsoftmax as fs
+>>> df = fs.sweep(fs.models.DotProduct, {"d_k": [1, 4096], "scaled": [False, True]},
+...               fixed={"n": 64}, samples=10_000, progress=False)
+>>> df[["d_k", "scaled"]].values.tolist()
+[[1, False], [1, True], [4096, False], [4096, True]]
+>>> (df["jac_diag_max_q0.5"] < 1e-6).tolist()
+[False, False, True, False]
+
+(add ``out="sweep.parquet", resume=True`` to keep the table on disk and
+continue an interrupted sweep).
 
 * Every point uses the same ``seed``: *common random numbers* (the same
   underlying normals for every point), so differences between points are
@@ -32,28 +39,77 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _config
 from .._util import check_progress
 from ._plan import Plan, Point, config_key, point_record, resolve_factory, stat_columns
 from ._table import SweepLocked, read_table, write_table
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["sweep", "plan", "Plan", "Point", "SweepLocked", "point_record", "stat_columns",
            "config_key", "read_table", "write_table", "resolve_factory"]
 
 
 def plan(model_factory: Any, grid: dict, **kw: Any) -> Plan:
-    """A validated :class:`Plan` (nothing runs).  Same arguments as
-    :func:`sweep` less ``progress`` and ``client``."""
+    """A validated :class:`Plan` of a sweep; nothing runs.
+
+    Every check of :func:`sweep` happens here (so a tool can report bad
+    arguments apart from failures while running); ``plan(...).run()`` is
+    ``sweep(...)``.
+
+    Parameters
+    ----------
+    model_factory : model class, str or callable
+        As :func:`sweep`.
+    grid : dict
+        As :func:`sweep`.
+    **kw
+        ``fixed``, ``samples`` (required), ``seed``, ``target``, ``dtype``,
+        ``thresholds``, ``out``, ``resume``, ``backend``: as :func:`sweep`.
+
+    Returns
+    -------
+    Plan
+        The points, columns and output file; :meth:`Plan.run` runs it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad grid, parameter, option or output file.
+    FileExistsError
+        ``out`` exists and ``resume`` is False.
+
+    Examples
+    --------
+    >>> from fastsoftmax.sweep import plan
+    >>> p = plan("dotproduct", {"d_k": [1, 64], "scaled": [False, True]}, fixed={"n": 16},
+    ...          samples=1000)
+    >>> [pt.grid for pt in p.points]   # doctest: +NORMALIZE_WHITESPACE
+    [{'d_k': 1, 'scaled': False}, {'d_k': 1, 'scaled': True},
+     {'d_k': 64, 'scaled': False}, {'d_k': 64, 'scaled': True}]
+    >>> df = p.run(progress=False)
+    >>> len(df)
+    4
+    """
     return Plan(model_factory, grid, **kw)
 
 
 def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples: int,
           seed: int = 0, target: Any = "argmax", dtype: str = "float32",
           thresholds: Any = _config.DEFAULT_THRESHOLDS, out: Any = None, resume: bool = False,
-          progress: Any = True, client: Any = None, backend: str = "auto") -> Any:
+          progress: Any = True, client: Any = None, backend: str = "auto") -> pd.DataFrame:
     r"""Simulate every point of a parameter grid; a tidy pandas DataFrame.
+
+    Each point is one :func:`fastsoftmax.simulate` of the point's model,
+    with the same ``seed`` for all (common random numbers: the same
+    underlying normals at every point, so differences between points are
+    much sharper than their standard errors suggest).  Everything is
+    validated before the first point runs; with ``out`` the table is
+    rewritten atomically after every point, so an interrupted sweep loses at
+    most the point in progress, and ``resume=True`` continues it.
 
     Parameters
     ----------
@@ -65,9 +121,16 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         first key slowest.
     fixed : dict, optional
         Parameter -> value for every point.
-    samples, seed, target, dtype, thresholds, backend
-        As :func:`fastsoftmax.simulate`; every point uses the same ``seed``
-        (common random numbers).
+    samples : int
+        Logit vectors per point (>= 1).
+    seed : int, default 0
+        One seed for every point (common random numbers).
+    target : "argmax", "random", "sampled" or int, default "argmax"
+        As :func:`fastsoftmax.simulate`.
+    dtype : {"float32", "float64"}, default "float32"
+        As :func:`fastsoftmax.simulate`.
+    thresholds : sequence of float, default (1e-3, 1e-6, 1e-9)
+        As :func:`fastsoftmax.simulate` (a ``below_<t>`` column each).
     out : str or path, optional
         A ``.csv`` or ``.parquet`` file, rewritten atomically after every
         point.  An existing file is refused unless ``resume=True``.
@@ -79,6 +142,8 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         A tqdm bar, none, or the caller's own bar.
     client : distributed.Client, optional
         Passed on to :func:`fastsoftmax.simulate`.
+    backend : {"auto", "cpu", "cuda"}, default "auto"
+        As :func:`fastsoftmax.simulate`.
 
     Returns
     -------
@@ -97,6 +162,13 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         ``out`` exists and ``resume`` is False.
     SweepLocked
         Another process is writing ``out``.
+    RuntimeError
+        ``backend="cuda"`` without a usable GPU.
+
+    See Also
+    --------
+    plan : The same checks, nothing run.
+    fastsoftmax.simulate : One point.
 
     Examples
     --------

@@ -1,11 +1,14 @@
 """The plan of a sweep: every point built and validated before anything
 runs, and the tidy row of a point."""
+from __future__ import annotations
+
 import dataclasses
 import difflib
 import inspect
 import itertools
 import json
 import os
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -16,8 +19,12 @@ from .._util import progress_bar
 from .._version import __version__
 from ..models import MODELS, _Model
 from ..summary import Stat
+from ..summary import Summary
 from ._table import (OUT_FORMATS, Lock, frame, read_table, remove_stale_tmp,
                      require, write_table)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Plan", "Point", "point_record", "stat_columns", "config_key", "resolve_factory"]
 # the keys of a point's configuration that are shared by a whole sweep: a file
@@ -28,8 +35,47 @@ SWEEP_KEYS = ("model", "samples", "seed", "target", "dtype", "thresholds", "vers
 # --------------------------------------------------------------------------
 # the model factory and its parameters
 
-def resolve_factory(model_factory):
-    """(callable, display name, parameter names or None, required names)."""
+def resolve_factory(model_factory: Any
+                    ) -> tuple[Callable[..., Any], str, list[str] | None, list[str]]:
+    """The callable behind a sweep's ``model_factory`` and its parameters.
+
+    A model class's parameters are its dataclass fields; another callable's
+    are read from its signature, so grid keys are checked (with a
+    suggestion for a misspelt one) before any point runs.
+
+    Parameters
+    ----------
+    model_factory : model class, str or callable
+        A model class (``fastsoftmax.models.DotProduct``), a name of
+        ``fastsoftmax.models.MODELS`` (case-insensitive) or any callable
+        returning a model.
+
+    Returns
+    -------
+    factory : callable
+        What builds a point's model from its parameters.
+    name : str
+        The model's name (a callable's ``__name__``).
+    names : list of str or None
+        The parameters it accepts (None: any, for a ``**kwargs`` callable or
+        one without a signature).
+    required : list of str
+        The parameters without a default.
+
+    Raises
+    ------
+    ValueError
+        An unknown model name.
+    TypeError
+        Not a model class, a name or a callable.
+
+    Examples
+    --------
+    >>> from fastsoftmax.sweep import resolve_factory
+    >>> factory, name, names, required = resolve_factory("dotproduct")
+    >>> name, names, required
+    ('dotproduct', ['n', 'd_k', 'scaled', 'method', 'temperature'], ['n', 'd_k'])
+    """
     if isinstance(model_factory, str):
         key = model_factory.strip().lower()
         if key not in MODELS:
@@ -62,8 +108,8 @@ def resolve_factory(model_factory):
 
 
 def _unknown_name(name, names, model_name):
-    hint = difflib.get_close_matches(name, names, n=1)
-    hint = f" (did you mean {hint[0]!r}?)" if hint else ""
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ValueError(f"unknown parameter {name!r} for model {model_name}{hint}; "
                       f"its parameters are: {', '.join(names)}")
 
@@ -103,14 +149,73 @@ def _check_grid(grid, fixed, names, model_name):
 
 @dataclasses.dataclass
 class Point:
+    """One point of a sweep: its grid values, its model and its key.
+
+    Built and validated by :class:`Plan`, one per combination of the grid's
+    values; a point is computed at most once per output file (its ``key``).
+
+    Parameters
+    ----------
+    index : int
+        Position in the grid (first key slowest).
+    grid : dict
+        This point's grid values as given (parameter -> value).
+    model : fastsoftmax.models.Gaussian, Shifted or DotProduct
+        The point's model (grid values and ``fixed`` applied).
+    key : str
+        The point's configuration as canonical JSON (:func:`config_key`,
+        the ``config`` column).
+
+    Examples
+    --------
+    >>> from fastsoftmax.sweep import plan
+    >>> p = plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
+    >>> p.points[1].index, p.points[1].grid, p.points[1].model
+    (1, {'scale': 10.0}, Gaussian(n=8, scale=10.0, mean=0.0, temperature=1.0))
+    """
     index: int
     grid: dict           # this point's grid values as given
-    model: object
+    model: _Model
     key: str             # the config key (JSON)
 
 
-def config_key(model, samples, seed, target, dtype, thresholds):
-    """The point's configuration as canonical JSON: the ``config`` column."""
+def config_key(model: _Model, samples: int, seed: int, target: Any, dtype: Any,
+               thresholds: Sequence[float]) -> str:
+    """The point's configuration as canonical JSON: the ``config`` column.
+
+    Two points are the same computation exactly when their keys are equal;
+    ``resume`` skips the points whose key is already in the file.
+
+    Parameters
+    ----------
+    model : fastsoftmax.models.Gaussian, Shifted or DotProduct
+        The point's model (its name and ``params`` are recorded).
+    samples : int
+        Logit vectors per point.
+    seed : int
+        The sweep's seed.
+    target : str or int
+        The target as given (``"argmax"``, ``"random"``, ``"sampled"`` or a
+        class index).
+    dtype : str or numpy.dtype
+        The logits' dtype.
+    thresholds : sequence of float
+        The configured thresholds.
+
+    Returns
+    -------
+    str
+        JSON with sorted keys: model, params, samples, seed, target, dtype,
+        thresholds and the fastsoftmax version.
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> from fastsoftmax.sweep import config_key
+    >>> config_key(fs.models.Gaussian(n=8), 1000, 0, "argmax", "float32", (1e-3,))
+    ... # doctest: +ELLIPSIS
+    '{"dtype": "float32", "model": "gaussian", "params": {"mean": 0.0, "n": 8, ...'
+    """
     return json.dumps(dict(model=model.name, params=_plain(model.params), samples=samples,
                            seed=seed, target=target, dtype=str(dtype),
                            thresholds=[float(t) for t in thresholds], version=__version__),
@@ -127,17 +232,86 @@ def _plain(obj):
     return obj
 
 
-def stat_columns(thresholds=_config.DEFAULT_THRESHOLDS):
-    """Names of the statistics columns, in order (``<observable>_<stat>``)."""
+def stat_columns(thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS) -> list[str]:
+    """Names of a sweep table's statistics columns, in order.
+
+    ``<observable>_<key>`` for every observable of ``fastsoftmax.OBS_NAMES``
+    and every key of :meth:`fastsoftmax.Stat.keys` (moments, quantiles
+    ``q<q>``, fractions ``below_<t>``).
+
+    Parameters
+    ----------
+    thresholds : sequence of float, default (1e-3, 1e-6, 1e-9)
+        The sweep's thresholds (a ``below_<t>`` column each).
+
+    Returns
+    -------
+    list of str
+        The column names, observable by observable.
+
+    Examples
+    --------
+    >>> from fastsoftmax.sweep import stat_columns
+    >>> cols = stat_columns((1e-6,))
+    >>> cols[:3], len(cols)
+    (['max_prob_mean', 'max_prob_std', 'max_prob_sem'], 135)
+    >>> "jac_diag_max_below_1e-06" in cols
+    True
+    """
     keys = Stat.keys(thresholds)
     return [f"{name}_{k}" for name in OBS_NAMES for k in keys]
 
 
-def point_record(model, summary, target, dtype, param_order, grid_point=None):
-    """One tidy row (dict) of a point: parameters, target, dtype, samples,
-    the statistics of every observable (``Stat.to_dict``), config key.
-    Grid keys that are not model parameters (a custom factory's) come from
-    ``grid_point``."""
+def point_record(model: _Model, summary: Summary, target: Any, dtype: Any,
+                 param_order: Sequence[str],
+                 grid_point: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One tidy row of a sweep table: a point's parameters and statistics.
+
+    The row holds exactly the numbers of the point's Summary
+    (:meth:`fastsoftmax.Stat.to_dict` of every observable), so a table row
+    and ``fs.simulate`` of the point agree bit for bit.
+
+    Parameters
+    ----------
+    model : fastsoftmax.models.Gaussian, Shifted or DotProduct
+        The point's model: its ``params`` give the parameter columns (as the
+        model normalised them, e.g. ``d_k=1e3`` -> 1000).
+    summary : Summary
+        The point's result.
+    target : str or int
+        The target as given (the ``target`` column).
+    dtype : str or numpy.dtype
+        The logits' dtype (the ``dtype`` column, as a string).
+    param_order : sequence of str
+        The parameter columns, in order (grid keys first).
+    grid_point : dict, optional
+        The point's grid values: keys that are not model parameters (a
+        custom factory's) are taken from here.
+
+    Returns
+    -------
+    dict
+        The parameters in ``param_order``, ``target``, ``dtype``,
+        ``samples``, then ``<observable>_<key>`` for every statistic
+        (:func:`stat_columns`); :meth:`Plan.run` adds the ``config`` column.
+
+    Raises
+    ------
+    KeyError
+        A name of ``param_order`` that is neither a model parameter nor in
+        ``grid_point``.
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> from fastsoftmax.sweep import point_record
+    >>> m = fs.models.Gaussian(n=8)
+    >>> rec = point_record(m, fs.simulate(m, 1000), "argmax", "float32", ["n", "scale"])
+    >>> list(rec)[:6]
+    ['n', 'scale', 'target', 'dtype', 'samples', 'max_prob_mean']
+    >>> rec["samples"], rec["jac_diag_max_nonfinite"]
+    (1000, 0)
+    """
     rec = {}
     params = dict(grid_point or {})
     params.update(model.params)
@@ -153,12 +327,80 @@ def point_record(model, summary, target, dtype, param_order, grid_point=None):
 
 
 class Plan:
-    """A validated sweep: its points, columns and output file.  ``run``
-    executes it; building one runs nothing."""
+    """A validated sweep: its points, columns and output file.
 
-    def __init__(self, model_factory, grid, *, fixed=None, samples, seed=0, target="argmax",
-                 dtype="float32", thresholds=_config.DEFAULT_THRESHOLDS, out=None,
-                 resume=False, backend="auto"):
+    Building a Plan checks everything :func:`~fastsoftmax.sweep.sweep`
+    checks (every point's model, samples, seed, target, dtype, thresholds,
+    backend, the output file and, with ``resume``, its rows) and runs
+    nothing; :meth:`run` computes the points not done yet.
+    ``sweep(...)`` is ``Plan(...).run(...)``.
+
+    Parameters
+    ----------
+    model_factory : model class, str or callable
+        As :func:`~fastsoftmax.sweep.sweep`.
+    grid : dict
+        Parameter -> list of values; the points are the cartesian product,
+        first key slowest.
+    fixed : dict, optional
+        Parameter -> value for every point.
+    samples : int
+        Logit vectors per point (>= 1).
+    seed : int, default 0
+        One seed for every point (common random numbers).
+    target : "argmax", "random", "sampled" or int, default "argmax"
+        As :func:`fastsoftmax.simulate`.
+    dtype : {"float32", "float64"}, default "float32"
+        As :func:`fastsoftmax.simulate`.
+    thresholds : sequence of float, default (1e-3, 1e-6, 1e-9)
+        As :func:`fastsoftmax.simulate`.
+    out : str or path, optional
+        A ``.csv`` or ``.parquet`` file, rewritten atomically after every
+        point.
+    resume : bool, default False
+        Continue the sweep in ``out``: skip its points, keep its other rows.
+    backend : {"auto", "cpu", "cuda"}, default "auto"
+        As :func:`fastsoftmax.simulate`.
+
+    Attributes
+    ----------
+    points : list of Point
+        Every point, in grid order.
+    todo : list of Point
+        The points not computed yet (not in ``out``).
+    columns : list of str
+        The table's columns: parameters, ``target``, ``dtype``, ``samples``,
+        :func:`stat_columns`, ``config``.
+    out : str or None
+        The absolute path of the output file.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad grid, parameter, option or output file, naming what is wrong.
+    FileNotFoundError, IsADirectoryError, FileExistsError
+        ``out`` in a missing directory, a directory, or existing without
+        ``resume``.
+    RuntimeError
+        ``backend="cuda"`` without a usable GPU.
+
+    Examples
+    --------
+    >>> from fastsoftmax.sweep import Plan
+    >>> p = Plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
+    >>> len(p.points), p.columns[:5]
+    (2, ['scale', 'n', 'mean', 'temperature', 'target'])
+    >>> Plan("gaussian", {"scael": [1.0]}, fixed={"n": 8}, samples=1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown parameter 'scael' for model gaussian (did you mean 'scale'?); ...
+    """
+
+    def __init__(self, model_factory: Any, grid: dict[str, Any], *,
+                 fixed: dict[str, Any] | None = None, samples: int, seed: int = 0,
+                 target: Any = "argmax", dtype: Any = "float32",
+                 thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS, out: Any = None,
+                 resume: bool = False, backend: str = "auto") -> None:
         factory, model_name, names, required = resolve_factory(model_factory)
         axes, fixed = _check_grid(grid, fixed, names, model_name)
         missing = [r for r in required if r not in axes and r not in fixed]
@@ -177,8 +419,8 @@ class Plan:
         self.axes = axes
         self.fixed = fixed
         self.model_name = model_name
-        self.points = []
-        seen = {}
+        self.points: list[Point] = []
+        seen: dict[str, dict[str, Any]] = {}
         combos = itertools.product(*axes.values()) if axes else [()]
         for i, combo in enumerate(combos):
             gp = dict(zip(axes, combo))
@@ -202,11 +444,11 @@ class Plan:
         self.param_order = list(axes) + [k for k in params0 if k not in axes]
         self.columns = self.param_order + ["target", "dtype", "samples"] + \
             stat_columns(self.thresholds) + ["config"]
-        self.out = None
-        self.format = None
+        self.out: str | None = None
+        self.format: str | None = None
         self.resume = bool(resume)
-        self.kept = []          # rows of the file that are not points of this sweep
-        self.done = {}          # key -> record of the points already computed
+        self.kept: list[dict[str, Any]] = []    # rows of the file that are not points of this sweep
+        self.done: dict[str, dict[str, Any]] = {}   # key -> record of the points already computed
         if out is not None:
             self._check_out(out)
 
@@ -241,7 +483,8 @@ class Plan:
         cols = [k for k in self.param_order if isinstance(vals.get(k), str)]
         return cols + (["target"] if isinstance(self.target, str) else []) + ["dtype", "config"]
 
-    def _load_existing(self):
+    def _load_existing(self) -> None:
+        assert self.out is not None             # set by _check_out
         self.done, self.kept = {}, []
         try:
             df = read_table(self.out, self._string_columns())
@@ -284,15 +527,49 @@ class Plan:
 
     # ----------------------------------------------------------------- run
     @property
-    def todo(self):
+    def todo(self) -> list[Point]:
+        """The points not computed yet (all of them unless resuming), in grid order."""
         return [p for p in self.points if p.key not in self.done]
 
-    def run(self, *, progress=True, client=None, on_point=None):
-        """Run the points not done yet; returns the DataFrame in grid order.
+    def run(self, *, progress: Any = True, client: Any = None,
+            on_point: Callable[[Point, Summary], Any] | None = None) -> pd.DataFrame:
+        """Run the points not done yet; the whole table in grid order.
 
-        progress: True (a tqdm bar over rows), False, or an object with an
-        ``update(rows)`` method (and optionally ``set_postfix_str``).
-        on_point(point, summary): called after each computed point.
+        With ``out``, the table is rewritten atomically after every point,
+        under an exclusive lock on ``.<name>.lock`` next to it (the file is
+        re-read under the lock when resuming).
+
+        Parameters
+        ----------
+        progress : bool or object with ``update(rows)``, default True
+            A tqdm bar over rows, none, or the caller's own bar (which may
+            also have ``set_postfix_str``).
+        client : distributed.Client, optional
+            Passed on to :func:`fastsoftmax.simulate`.
+        on_point : callable, optional
+            ``on_point(point, summary)`` is called after each computed point.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per point, in grid order, with :attr:`columns`.
+
+        Raises
+        ------
+        SweepLocked
+            Another process is writing ``out``.
+        FileExistsError
+            ``out`` appeared since the plan was made and ``resume`` is False.
+        ImportError
+            pandas (or filelock, pyarrow for ``out``) is not installed.
+
+        Examples
+        --------
+        >>> from fastsoftmax.sweep import Plan
+        >>> p = Plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
+        >>> df = p.run(progress=False)
+        >>> df["scale"].tolist(), df["samples"].tolist()
+        ([1.0, 10.0], [1000, 1000])
         """
         require("pandas", "fastsoftmax.sweep")
         bar = progress_bar(progress, len(self.todo) * self.samples, f"sweep {self.model_name}")
@@ -300,8 +577,8 @@ class Plan:
         try:
             if lock is not None:
                 lock.acquire()
-                remove_stale_tmp(self.out)
-                if os.path.exists(self.out):      # re-read under the lock
+                remove_stale_tmp(lock.target)
+                if os.path.exists(lock.target):   # re-read under the lock
                     if not self.resume:
                         raise FileExistsError(f"{self.out} appeared meanwhile: pass "
                                               "resume=True to continue it")

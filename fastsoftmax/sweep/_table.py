@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import os
 import secrets
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["OUT_FORMATS", "frame", "read_table", "write_table", "remove_stale_tmp",
            "SweepLocked", "Lock", "require"]
@@ -15,7 +19,8 @@ __all__ = ["OUT_FORMATS", "frame", "read_table", "write_table", "remove_stale_tm
 OUT_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def require(module, what, extra="dataframe"):
+def require(module: str, what: str, extra: str = "dataframe") -> None:
+    """ImportError with the pip command unless ``module`` can be imported."""
     try:
         __import__(module)
     except ImportError:
@@ -23,7 +28,7 @@ def require(module, what, extra="dataframe"):
             from None
 
 
-def frame(records, columns):
+def frame(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """The DataFrame of a list of records (all frames are built this way, so
     fresh and resumed sweeps give identical dtypes)."""
     require("pandas", "fastsoftmax.sweep")
@@ -31,21 +36,99 @@ def frame(records, columns):
     return pd.DataFrame.from_records(records, columns=columns)
 
 
-def read_table(path, str_columns=()):
-    """A sweep table from disk (``str_columns`` are read as strings from CSV)."""
+def read_table(path: str | os.PathLike[str], str_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """A sweep table from disk, as :func:`write_table` wrote it.
+
+    Parquet files are read as they are; CSV files with every float read back
+    exactly (round-trip precision) and ``str_columns`` kept as strings (a
+    ``method`` column of ``"1"`` stays ``"1"``).
+
+    Parameters
+    ----------
+    path : str or path
+        A ``.csv``, ``.parquet`` or ``.pq`` file.
+    str_columns : sequence of str, default ()
+        Columns to read as strings from a CSV file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ImportError
+        pandas (or pyarrow, for Parquet) is not installed.
+
+    See Also
+    --------
+    write_table
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fastsoftmax.sweep import read_table, write_table
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> write_table([{"d_k": 1, "q": 0.1}], ["d_k", "q"], path)
+    >>> read_table(path).values.tolist()
+    [[1.0, 0.1]]
+    """
     import pandas as pd
     fmt = OUT_FORMATS.get(os.path.splitext(path)[1].lower())
     if fmt == "parquet":
         return pd.read_parquet(path)
-    kw = {"dtype": {c: str for c in str_columns}} if str_columns else {}
+    kw: dict[str, Any] = {"dtype": {c: str for c in str_columns}} if str_columns else {}
     if int(pd.__version__.split(".")[0]) < 3:
         kw["float_precision"] = "round_trip"     # pandas 3 round-trips by default
     return pd.read_csv(path, **kw)
 
 
-def write_table(records, columns, path, fmt=None):
-    """Write the table atomically: a temporary file in the same directory,
-    flushed to disk, then ``os.replace`` over ``path``."""
+def write_table(records: Sequence[dict[str, Any]], columns: Sequence[str],
+                path: str | os.PathLike[str], fmt: str | None = None) -> None:
+    """Write a table atomically: a readable file at ``path`` at every moment.
+
+    The table goes to a fresh temporary file in the same directory, is
+    flushed to disk (``fsync``) and moved over ``path`` with ``os.replace``,
+    which is atomic: a crash or SIGKILL at any moment leaves either the
+    previous file or the new one, never a torn one.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        The rows.
+    columns : sequence of str
+        The columns, in order (missing keys are left empty).
+    path : str or path
+        The file; its extension picks the format unless ``fmt`` is given.
+    fmt : {"csv", "parquet"}, optional
+        The format.
+
+    Raises
+    ------
+    KeyError
+        An unknown extension and no ``fmt``.
+    ImportError
+        pandas (or pyarrow, for Parquet) is not installed.
+    OSError
+        The directory cannot be written (the temporary file is removed).
+
+    See Also
+    --------
+    read_table
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fastsoftmax.sweep import read_table, write_table
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> write_table([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], ["a", "b"], path)
+    >>> os.listdir(os.path.dirname(path))
+    ['t.csv']
+    >>> read_table(path, str_columns=["b"])["b"].tolist()
+    ['x', 'y']
+    """
     fmt = fmt or OUT_FORMATS[os.path.splitext(path)[1].lower()]
     df = frame(records, columns)
     d, base = os.path.split(os.path.abspath(path))
@@ -83,7 +166,7 @@ def _fsync_dir(d):
         os.close(fd)
 
 
-def remove_stale_tmp(path):
+def remove_stale_tmp(path: str) -> None:
     """Temporary files left by a writer that was killed (we hold the lock)."""
     d, base = os.path.split(path)
     for name in os.listdir(d):
@@ -95,7 +178,26 @@ def remove_stale_tmp(path):
 
 
 class SweepLocked(RuntimeError):
-    """Another process is writing the same output file."""
+    """Error: another process is writing the same output file.
+
+    Raised by :func:`~fastsoftmax.sweep.sweep` and :meth:`Plan.run` when the
+    lock file ``.<name>.lock`` next to ``out`` is held: two sweeps never
+    write one file at once.  The lock is the operating system's
+    (``filelock``), released when its holder exits, SIGKILL included.
+
+    Examples
+    --------
+    >>> import os, tempfile, filelock
+    >>> from fastsoftmax.sweep import SweepLocked, sweep
+    >>> d = tempfile.mkdtemp()
+    >>> with filelock.FileLock(os.path.join(d, ".s.csv.lock")):   # another writer
+    ...     try:
+    ...         sweep("gaussian", {"n": [4]}, samples=10, out=os.path.join(d, "s.csv"),
+    ...               progress=False)
+    ...     except SweepLocked as e:
+    ...         print("locked:", type(e).__mro__[1].__name__)
+    locked: RuntimeError
+    """
 
 
 class Lock:
@@ -103,13 +205,13 @@ class Lock:
     so that two sweeps never write the same file.  Not re-entrant across
     processes; the OS drops it when the process dies, SIGKILL included."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         d, base = os.path.split(path)
         self.path = os.path.join(d, f".{base}.lock")
         self.target = path
-        self._lock = None
+        self._lock: Any = None
 
-    def acquire(self):
+    def acquire(self) -> None:
         require("filelock", "writing a sweep table")
         import filelock
         lock = filelock.FileLock(self.path, timeout=0)
@@ -120,7 +222,7 @@ class Lock:
                               f"(lock {self.path} is held)") from None
         self._lock = lock
 
-    def release(self):
+    def release(self) -> None:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
