@@ -30,11 +30,20 @@ otherwise (more samples would decide).
 The package: :mod:`.claims` (estimates, pure judge functions, the claims),
 :mod:`.report` (the text report), :mod:`.outputs` (the files of ``--out``);
 this module plans and runs the experiments (:func:`prepare`, :func:`run`).
+
+>>> from fastsoftmax import verify
+>>> verify.prepare(samples=1000).points                 # validated, nothing run yet
+66
+>>> verify.judge_literal(0.222695, 0.222695)[0]
+Check(verdict='holds', text='jac_diag_max 0.222695 > 0.1')
 """
+from __future__ import annotations
+
 import dataclasses
 import json
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,33 +52,104 @@ from .._inputs import check_samples, check_seed
 from .._util import jsonable, progress_bar
 from .._version import __version__
 from ..sweep import Plan
+from . import claims as _claims_module
 from .claims import *  # noqa: F401,F403  (the criteria are part of the module's API)
-from .claims import (D_K, DEFAULT_SAMPLES, LEVEL, LITERAL, N, OFFSETS, SCALES, TARGETS, Z, Check,
-                     Claim, Est,
-                     _claims)
+from .claims import (D_K, DEFAULT_SAMPLES, LEVEL, LITERAL, N, OFFSETS, SCALES, TARGETS, Z,
+                     Claim, _claims)
 from .outputs import write_outputs
 from .report import format_report
 
-__all__ = ["run", "prepare", "Experiment", "VerifyResult", "Claim", "Check", "Est",
-           "DEFAULT_SAMPLES", "write_outputs", "format_report"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..summary import Summary
+
+# this module's own names, then the estimates, criteria and constants of .claims
+# (write_outputs and format_report are the implementations of run(out=...) and
+# VerifyResult.report(): importable, not part of the public API)
+__all__ = ["run", "prepare", "Experiment", "VerifyResult"] + _claims_module.__all__
 
 
 @dataclasses.dataclass
 class VerifyResult:
-    """What ``run`` returns: the claims with their verdicts, the tables (pandas
-    DataFrames: ``dotproduct``, ``shifted``, ``gaussian``, ``literal``,
-    ``verdicts``), the Summaries of every point and the run's settings."""
-    claims: list
-    literal: dict
-    tables: dict
-    summaries: dict
-    meta: dict
+    """What :func:`run` returns: the claims with their verdicts and the data.
+
+    Every verdict is computed from the measurements by the criteria of
+    :mod:`fastsoftmax.verify.claims`; the tables and summaries are what the
+    verdicts were computed from, and what ``verify --out`` writes.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        The seven claims, in order, each with its evidence, criterion,
+        checks and verdict.
+    literal : dict
+        The exact results for [100, 101, 99] (``literal``), [0, 1, -1]
+        (``shifted``) and [1000, 1010, 990] (``spread_x10``): p, the
+        Jacobian observables and, for the literal vector, the Jacobian.
+    tables : dict of str to pandas.DataFrame
+        ``dotproduct``, ``shifted``, ``gaussian`` (one row per point, the
+        columns of a sweep), ``literal`` and ``verdicts``.
+    summaries : dict of str to list
+        Per experiment, the (point parameters, :class:`~fastsoftmax.Summary`)
+        pairs of every point.
+    meta : dict
+        The run's settings: version, samples, seed, backend, threads,
+        points, seconds and the experiments' grids.
+
+    See Also
+    --------
+    run : Makes one.
+
+    Examples
+    --------
+    :func:`run` makes one (see its examples); by hand:
+
+    >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+    >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
+    ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
+    >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={})
+    >>> res.verdicts
+    {'literal': 'holds'}
+    """
+    claims: list[Claim]
+    literal: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+    summaries: dict[str, list[tuple[dict[str, Any], Summary]]]
+    meta: dict[str, Any]
 
     @property
-    def verdicts(self):
+    def verdicts(self) -> dict[str, str]:
+        """Claim key -> verdict (``"holds"``, ``"fails"`` or ``"inconclusive"``)."""
         return {c.key: c.verdict for c in self.claims}
 
-    def to_dict(self, summaries=False, tables=False):
+    def to_dict(self, summaries: bool = False, tables: bool = False) -> dict[str, Any]:
+        """The result as plain JSON types (what ``verify --json`` prints).
+
+        Parameters
+        ----------
+        summaries : bool, default False
+            Include every point's full Summary (``Summary.to_dict``, sketches
+            included: large).
+        tables : bool, default False
+            Include the tables, as lists of records.
+
+        Returns
+        -------
+        dict
+            ``meta``, ``claims`` (``Claim.to_dict``) and ``literal``, plus
+            ``tables`` and ``summaries`` when asked for.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
+        ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
+        >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
+        >>> d = res.to_dict()
+        >>> sorted(d), d["claims"][0]["verdict"]
+        (['claims', 'literal', 'meta'], 'holds')
+        """
         d = dict(meta=jsonable(self.meta), claims=[c.to_dict() for c in self.claims],
                  literal=jsonable(self.literal))
         if tables:
@@ -79,18 +159,79 @@ class VerifyResult:
                               for k, v in self.summaries.items()}
         return d
 
-    def to_json(self, **kw):
+    def to_json(self, **kw: Any) -> str:
+        """The result as strict JSON text, indented.
+
+        Parameters
+        ----------
+        **kw
+            ``summaries`` and ``tables``, as :meth:`to_dict`.
+
+        Returns
+        -------
+        str
+            ``json.dumps(self.to_dict(**kw), indent=1)``, no NaN/Infinity tokens.
+
+        Examples
+        --------
+        >>> import json
+        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
+        ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
+        >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
+        >>> json.loads(res.to_json())["meta"]
+        {'samples': 10}
+        """
         return json.dumps(self.to_dict(**kw), allow_nan=False, indent=1)
 
-    def report(self, width=100):
+    def report(self, width: int = 100) -> str:
+        """The text report that ``fastsoftmax verify`` prints.
+
+        The literal vector and its Jacobian, a table of the DotProduct sweep,
+        every claim with its evidence and verdict, and the criteria.
+
+        Parameters
+        ----------
+        width : int, default 100
+            Width of the claims table, in characters.
+
+        Returns
+        -------
+        str
+            The report (``str(result)`` is the same).
+
+        Examples
+        --------
+        >>> from fastsoftmax import verify
+        >>> res = verify.run(samples=1000, progress=False)
+        >>> print(res.report())                    # doctest: +ELLIPSIS
+        fastsoftmax ... verify: 1,000 logit vectors per point, 66 points, seed 0 for all ...
+        <BLANKLINE>
+        softmax([100, 101, 99]) = [0.244728, 0.665241, 0.090031] ...
+        """
         return format_report(self, width)
 
-    def brief(self):
-        """One line per claim: verdict and claim."""
+    def brief(self) -> str:
+        """One line per claim: its verdict and the claim (``verify --quiet``).
+
+        Returns
+        -------
+        str
+            ``"<i>. <VERDICT> <claim>"`` lines.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
+        ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
+        >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
+        >>> print(res.brief())
+        1. HOLDS        [100, 101, 99] keeps healthy gradients
+        """
         return "\n".join(f"{i}. {c.verdict.upper():<12} {c.claim}"
                          for i, c in enumerate(self.claims, 1))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.report()
 
 
@@ -115,10 +256,56 @@ def _literal():
 
 
 class Experiment:
-    """A validated ``verify`` run (nothing has run yet): its plans, one per
-    sweep of points.  :meth:`run` executes it."""
+    """A validated ``verify`` run, nothing run yet: its plans, one per sweep.
 
-    def __init__(self, samples=DEFAULT_SAMPLES, seed=0, backend="auto", out=None):
+    The experiments: the DotProduct sweep over d_k (``D_K``), scaled and
+    unscaled, for each target of ``TARGETS``; the Shifted sweep over
+    ``OFFSETS`` (float64); the Gaussian sweep over ``SCALES``; all with
+    n = ``N`` and one seed (common random numbers), 66 points in all.
+    :meth:`run` executes them and judges the claims.
+
+    Parameters
+    ----------
+    samples : int, default 500_000
+        Logit vectors per point (>= 1).
+    seed : int, default 0
+        One seed for every point.
+    backend : {"auto", "cpu", "cuda"}, default "auto"
+        As :func:`fastsoftmax.simulate`.
+    out : str or path, optional
+        A directory for the outputs (created when the run writes them).
+
+    Attributes
+    ----------
+    plans : list of tuple
+        (experiment name, target, :class:`fastsoftmax.sweep.Plan`) per sweep.
+    points : int
+        The number of points of all plans.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``samples``, ``seed`` or ``backend``.
+    RuntimeError
+        ``backend="cuda"`` without a usable GPU.
+    NotADirectoryError
+        ``out`` exists and is not a directory.
+
+    See Also
+    --------
+    prepare : Builds one.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Experiment
+    >>> e = Experiment(samples=1000)
+    >>> e.points, [(name, target) for name, target, _ in e.plans]
+    (66, [('dotproduct', 'argmax'), ('dotproduct', 'random'), ('dotproduct', 'sampled'), \
+('shifted', 'argmax'), ('gaussian', 'argmax')])
+    """
+
+    def __init__(self, samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto",
+                 out: Any = None) -> None:
         self.samples = check_samples(samples)
         self.seed = check_seed(seed)
         self.backend = api.resolve_backend(backend)      # ValueError / RuntimeError now
@@ -127,8 +314,8 @@ class Experiment:
             if os.path.exists(out) and not os.path.isdir(out):
                 raise NotADirectoryError(f"out={out!r} exists and is not a directory")
         self.out = out
-        common = dict(samples=self.samples, seed=self.seed, backend=backend)
-        self.plans = []
+        common: dict[str, Any] = dict(samples=self.samples, seed=self.seed, backend=backend)
+        self.plans: list[tuple[str, str, Plan]] = []
         for target in TARGETS:
             self.plans.append(("dotproduct", target, Plan(
                 models.DotProduct, {"d_k": list(D_K), "scaled": [False, True]},
@@ -140,18 +327,40 @@ class Experiment:
             models.Gaussian, {"scale": list(SCALES)}, fixed={"n": N}, **common)))
         self.points = sum(len(p.points) for _, _, p in self.plans)
 
-    def run(self, progress=True, client=None):
-        """Run every experiment and judge every claim; a :class:`VerifyResult`."""
+    def run(self, progress: Any = True, client: Any = None) -> VerifyResult:
+        """Run every experiment and judge every claim.
+
+        Parameters
+        ----------
+        progress : bool or object with ``update(rows)``, default True
+            One tqdm bar over all points, or the caller's own bar.
+        client : distributed.Client, optional
+            Passed on to every simulation.
+
+        Returns
+        -------
+        VerifyResult
+            The claims, tables, summaries and settings; with ``out``, the
+            files are written too.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import prepare
+        >>> res = prepare(samples=1000).run(progress=False)
+        >>> res.verdicts["ce_wrong"]
+        'holds'
+        """
         import numba
         import pandas as pd
         bar = progress_bar(progress, self.points * self.samples, "verify")
         t0 = time.perf_counter()
-        frames, summaries = {}, {}
+        frames: dict[str, list[pd.DataFrame]] = {}
+        summaries: dict[str, list[tuple[dict[str, Any], Summary]]] = {}
         try:
             for name, target, plan in self.plans:
-                got = []
+                got: list[tuple[Any, Summary]] = []
                 df = plan.run(progress=bar if bar is not None else False, client=client,
-                              on_point=lambda p, s, got=got: got.append((p, s)))
+                              on_point=lambda p, s: got.append((p, s)))
                 frames.setdefault(name, []).append(df)
                 summaries.setdefault(name, []).extend(
                     (dict(p.model.params, target=target), s) for p, s in got)
@@ -180,21 +389,69 @@ class Experiment:
         return result
 
 
-def prepare(samples=DEFAULT_SAMPLES, seed=0, backend="auto", out=None):
-    """A validated :class:`Experiment`: every argument checked, nothing run."""
-    return Experiment(samples, seed, backend, out)
+def prepare(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto",
+            out: Any = None) -> Experiment:
+    """A validated :class:`Experiment`: every argument checked, nothing run.
 
-
-def run(samples=DEFAULT_SAMPLES, seed=0, backend="auto", out=None, progress=True, client=None):
-    """Run every experiment and judge every claim; a :class:`VerifyResult`.
+    ``prepare(...).run(...)`` is :func:`run`; the CLI calls the two steps to
+    report bad arguments apart from failures while running.
 
     Parameters
     ----------
-    samples : int, default 500,000
+    samples : int, default 500_000
         Logit vectors per point (66 points).
     seed : int, default 0
         One seed for every point (common random numbers).
     backend : {"auto", "cpu", "cuda"}, default "auto"
+        As :func:`fastsoftmax.simulate`.
+    out : str or path, optional
+        A directory for the outputs.
+
+    Returns
+    -------
+    Experiment
+        Its :meth:`Experiment.run` runs it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``samples``, ``seed`` or ``backend``.
+    RuntimeError
+        ``backend="cuda"`` without a usable GPU.
+    NotADirectoryError
+        ``out`` exists and is not a directory.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import prepare
+    >>> prepare(samples=1000).points
+    66
+    >>> prepare(samples=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: samples must be >= 1, got 0
+    """
+    return Experiment(samples, seed, backend, out)
+
+
+def run(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto", out: Any = None,
+        progress: Any = True, client: Any = None) -> VerifyResult:
+    """Run every experiment of ``verify`` and judge every claim.
+
+    The claims of the module docstring, measured: 66 points of the
+    DotProduct, Shifted and Gaussian models with one seed, and a verdict
+    per claim computed by the criteria of :mod:`fastsoftmax.verify.claims`
+    (holds beyond 4 standard errors, fails if contradicted beyond 4,
+    inconclusive otherwise).
+
+    Parameters
+    ----------
+    samples : int, default 500_000
+        Logit vectors per point (66 points).
+    seed : int, default 0
+        One seed for every point (common random numbers).
+    backend : {"auto", "cpu", "cuda"}, default "auto"
+        As :func:`fastsoftmax.simulate`.
     out : str or path, optional
         A directory for the tables (CSV and Parquet), summary.json, the
         points' summaries and the plots (written when given).
@@ -206,12 +463,34 @@ def run(samples=DEFAULT_SAMPLES, seed=0, backend="auto", out=None, progress=True
     Returns
     -------
     VerifyResult
+        The claims with their verdicts, the tables, every point's Summary
+        and the run's settings.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad ``samples``, ``seed`` or ``backend``.
+    RuntimeError
+        ``backend="cuda"`` without a usable GPU.
+    NotADirectoryError
+        ``out`` exists and is not a directory.
+
+    See Also
+    --------
+    prepare : The same checks, nothing run.
+    VerifyResult.report : The text report.
 
     Examples
     --------
     >>> from fastsoftmax import verify
-    >>> res = verify.run(samples=2000, progress=False)
-    >>> sorted(res.verdicts) == sorted(c.key for c in res.claims)
-    True
+    >>> res = verify.run(samples=1000, progress=False)
+    >>> [c.key for c in res.claims]
+    ['paper', 'fix', 'literal', 'offset', 'ce_right', 'ce_wrong', 'scale']
+    >>> res.verdicts["paper"], res.verdicts["literal"]
+    ('holds', 'holds')
+    >>> sorted(res.tables)
+    ['dotproduct', 'gaussian', 'literal', 'shifted', 'verdicts']
+    >>> res.meta["samples"], res.meta["points"], len(res.summaries["dotproduct"])
+    (1000, 66, 42)
     """
     return prepare(samples, seed, backend, out).run(progress=progress, client=client)

@@ -1,25 +1,55 @@
 r"""The claims of ``verify``: estimates with standard errors, the criteria
 (small pure functions of estimates and numbers -> :class:`Check`), and the
-claims built from the measured summaries.  Nothing here runs a simulation."""
+claims built from the measured summaries.  Nothing here runs a simulation.
+
+>>> from fastsoftmax import verify as V
+>>> V.below(V.Est.normal(1e-8, 1e-9), 1e-6)
+Check(verdict='holds', text='value 1e-08 < 1e-06')
+"""
+from __future__ import annotations
+
 import dataclasses
 import math
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
 from .._math import OBS_NAMES
 from .._util import jsonable
 
+if TYPE_CHECKING:
+    from ..summary import Stat
 
+__all__ = [
+    "Est", "Check", "Claim", "est_mean", "est_log10_mean", "est_quantile", "est_fraction",
+    "measures", "below", "above", "ratio_below", "drop", "within_factor", "close", "near",
+    "same", "all_of", "judge_saturation", "judge_flat", "judge_literal", "judge_shift",
+    "judge_ce_right", "judge_ce_wrong", "crossing", "judge_scale",
+    "DEFAULT_SAMPLES", "N", "D_K", "OFFSETS", "SCALES", "TARGETS", "LITERAL", "Z", "LEVEL",
+    "SKETCH_REL", "HOLDS", "FAILS", "INCONCLUSIVE",
+]
+
+#: Logit vectors per point of a ``verify`` run.
 DEFAULT_SAMPLES = 500_000
+#: Logits per row (keys, for DotProduct) of every experiment.
 N = 64
+#: The d_k of the DotProduct sweeps (scaled and unscaled).
 D_K = (1, 4, 16, 64, 256, 1024, 4096)
+#: The offsets of the Shifted experiment (float64 logits).
 OFFSETS = (0.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6)
-SCALES = tuple(float(2.0 ** (k / 2)) for k in range(17))      # 1 .. 256
+#: The scales sigma of the Gaussian sweep: 2**(k/2), 1 to 256.
+SCALES = tuple(float(2.0 ** (k / 2)) for k in range(17))
+#: The cross-entropy targets of the unscaled DotProduct sweep.
 TARGETS = ("argmax", "random", "sampled")
+#: The literal vector of the objection.
 LITERAL = (100.0, 101.0, 99.0)
-Z = 4.0                 # standard errors for "significant"
-LEVEL = 1e-6            # "vanishing" gradient (a threshold of every Summary)
-SKETCH_REL = 0.01       # quantiles are known within 1% (DDSketch-style sketch)
+#: Standard errors for "significant".
+Z = 4.0
+#: The level below which a gradient "vanishes" (a threshold of every Summary).
+LEVEL = 1e-6
+#: Relative resolution of the quantiles (the DDSketch-style sketch's 1%).
+SKETCH_REL = 0.01
+#: The verdicts.
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 
 
@@ -28,35 +58,204 @@ HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 
 @dataclasses.dataclass(frozen=True)
 class Est:
-    """An estimate, its standard error and its Z-SE bounds [lo, hi]."""
+    """An estimate, its standard error and its Z-SE bounds [lo, hi].
+
+    What the criteria compare.  ``lo`` and ``hi`` bound the quantity beyond
+    ``Z`` standard errors: value -/+ Z se for a normal estimate, the
+    order-statistic bounds of a quantile, the Wilson bounds of a fraction.
+
+    Parameters
+    ----------
+    value : float
+        The estimate.
+    se : float
+        Its standard error.
+    lo : float
+        Lower bound (Z standard errors).
+    hi : float
+        Upper bound (Z standard errors).
+
+    See Also
+    --------
+    est_mean, est_log10_mean, est_quantile, est_fraction : Estimates of a Stat.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est
+    >>> Est.normal(1.0, 0.1)
+    Est(value=1.0, se=0.1, lo=0.6, hi=1.4)
+    >>> Est.exact(0.25).se
+    0.0
+    """
     value: float
     se: float
     lo: float
     hi: float
 
     @classmethod
-    def normal(cls, value, se, z=Z):
+    def normal(cls, value: float, se: float, z: float = Z) -> Est:
+        """A normal estimate: bounds value -/+ z se.
+
+        Parameters
+        ----------
+        value : float
+            The estimate.
+        se : float
+            Its standard error.
+        z : float, default 4.0
+            Standard errors to the bounds.
+
+        Returns
+        -------
+        Est
+            ``Est(value, se, value - z se, value + z se)``.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Est
+        >>> Est.normal(0.5, 0.01, z=2).hi
+        0.52
+        """
         return cls(float(value), float(se), float(value - z * se), float(value + z * se))
 
     @classmethod
-    def exact(cls, value):
+    def exact(cls, value: float) -> Est:
+        """An exact number: no standard error, both bounds at ``value``.
+
+        Parameters
+        ----------
+        value : float
+            The number.
+
+        Returns
+        -------
+        Est
+            ``Est(value, 0.0, value, value)``.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Est
+        >>> Est.exact(0.222695)
+        Est(value=0.222695, se=0.0, lo=0.222695, hi=0.222695)
+        """
         return cls(float(value), 0.0, float(value), float(value))
 
-    def fmt(self, spec=".3g"):
+    def fmt(self, spec: str = ".3g") -> str:
+        """The estimate as text, ``value ± se``.
+
+        Parameters
+        ----------
+        spec : str, default ".3g"
+            Format spec of the value (the standard error gets 2 digits).
+
+        Returns
+        -------
+        str
+            For example ``"0.0551 ± 0.0006"``.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Est
+        >>> Est.normal(0.05512, 0.00061).fmt()
+        '0.0551 ± 0.00061'
+        """
         return f"{self.value:{spec}} ± {self.se:.2g}"
 
 
-def est_mean(stat, z=Z):
+def est_mean(stat: Stat, z: float = Z) -> Est:
+    """The mean of a Stat with its standard error: mean ± z sem.
+
+    The standard error of the mean is std / sqrt(N) over the N finite values
+    (normal approximation: the bounds are the mean -/+ z sem).
+
+    Parameters
+    ----------
+    stat : Stat
+        The statistics of one observable (``summary[name]``).
+    z : float, default 4.0
+        Standard errors to the bounds.
+
+    Returns
+    -------
+    Est
+        ``Est.normal(stat.mean, stat.sem, z)``.
+
+    See Also
+    --------
+    est_log10_mean, est_quantile, measures
+
+    Examples
+    --------
+    >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.verify import est_mean
+    >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
+    >>> e = est_mean(s["max_prob"])
+    >>> round(e.value, 4), round(e.se, 4)
+    (0.347, 0.0078)
+    """
     return Est.normal(stat.mean, stat.sem, z)
 
 
-def est_log10_mean(stat, z=Z):
+def est_log10_mean(stat: Stat, z: float = Z) -> Est:
+    """The log10-mean of a Stat with its standard error: log10_mean ± z log10_sem.
+
+    The mean of log10 of the value (log10 of the geometric mean), finite
+    where the values underflow: how many decades a gradient has lost.
+
+    Parameters
+    ----------
+    stat : Stat
+        The statistics of one observable.
+    z : float, default 4.0
+        Standard errors to the bounds.
+
+    Returns
+    -------
+    Est
+        ``Est.normal(stat.log10_mean, stat.log10_sem, z)``.
+
+    Examples
+    --------
+    >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.verify import est_log10_mean
+    >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
+    >>> round(est_log10_mean(s["max_prob"]).value, 4)
+    -0.4793
+    """
     return Est.normal(stat.log10_mean, stat.log10_sem, z)
 
 
-def est_quantile(stat, q=0.5, z=Z):
-    """The q-quantile with an order-statistic standard error and Z-SE bounds
-    (ranks q +- z sqrt(q(1-q)/N)), widened by the sketch's 1% resolution."""
+def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
+    r"""The q-quantile with an order-statistic standard error and Z-SE bounds.
+
+    With N rows and :math:`s = \sqrt{q (1 - q) / N}`, the standard error is
+    half the spread of the quantiles at :math:`q \pm s` (never below the
+    sketch's 1% of the value) and the bounds are the quantiles at
+    :math:`q \pm z s`, widened by the sketch's 1% resolution.
+
+    Parameters
+    ----------
+    stat : Stat
+        The statistics of one observable.
+    q : float, default 0.5
+        The quantile level.
+    z : float, default 4.0
+        Standard errors to the bounds.
+
+    Returns
+    -------
+    Est
+        The quantile, its standard error and bounds.
+
+    Examples
+    --------
+    >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.verify import est_quantile
+    >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
+    >>> e = est_quantile(s["max_prob"])
+    >>> bool(e.lo < e.value < e.hi and e.se >= 0.01 * e.value)
+    True
+    """
     n = stat.count
     value = float(stat.quantile(q))
     s = math.sqrt(q * (1 - q) / n) if n > 0 else math.nan
@@ -68,8 +267,39 @@ def est_quantile(stat, q=0.5, z=Z):
     return Est(value, se, lo, hi)
 
 
-def est_fraction(p, n, z=Z):
-    """A fraction p of n rows: binomial SE and Wilson score bounds."""
+def est_fraction(p: float, n: int, z: float = Z) -> Est:
+    r"""A fraction p of n rows: binomial standard error and Wilson score bounds.
+
+    .. math::
+
+        \mathrm{se} = \sqrt{p (1 - p) / n}, \qquad
+        \frac{p + z^2 / 2n \mp z \sqrt{p (1 - p) / n + z^2 / 4n^2}}{1 + z^2 / n}
+
+    The Wilson bounds stay inside [0, 1] and are informative at p = 0.
+
+    Parameters
+    ----------
+    p : float
+        The observed fraction.
+    n : int
+        The number of rows (> 0).
+    z : float, default 4.0
+        Standard errors to the bounds.
+
+    Returns
+    -------
+    Est
+        The fraction, its standard error and the Wilson bounds.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import est_fraction
+    >>> e = est_fraction(0.3, 1000)
+    >>> round(e.se, 4), round(e.lo, 3), round(e.hi, 3)
+    (0.0145, 0.246, 0.361)
+    >>> est_fraction(0.0, 1000).hi < 0.02
+    True
+    """
     p = float(p)
     se = math.sqrt(max(p * (1 - p), 0.0) / n)
     d = 1 + z * z / n
@@ -78,9 +308,41 @@ def est_fraction(p, n, z=Z):
     return Est(p, se, max(0.0, c - h), min(1.0, c + h))
 
 
-def measures(stat, level=LEVEL, z=Z):
-    """The four measures of a vanishing gradient: median, mean, log10-mean
-    and the fraction of rows below ``level``."""
+def measures(stat: Stat, level: float = LEVEL, z: float = Z) -> dict[str, Est]:
+    """The four measures of a vanishing gradient, each an :class:`Est`.
+
+    A gradient spread over hundreds of decades is described by its typical
+    row (the median), its average (the mean, carried by the few unsaturated
+    rows), the decades lost (the log10-mean) and how often it vanishes (the
+    fraction of rows below ``level``).
+
+    Parameters
+    ----------
+    stat : Stat
+        The statistics of one observable.
+    level : float, default 1e-6
+        The level for ``below`` (a configured threshold: counted exactly).
+    z : float, default 4.0
+        Standard errors to the bounds.
+
+    Returns
+    -------
+    dict of str to Est
+        ``median`` (:func:`est_quantile`), ``mean`` (:func:`est_mean`),
+        ``log10_mean`` (:func:`est_log10_mean`) and ``below``, the fraction
+        of rows below ``level`` (:func:`est_fraction`).
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> from fastsoftmax.verify import measures
+    >>> s = fs.simulate(fs.models.DotProduct(n=64, d_k=4096, scaled=False), 10_000)
+    >>> m = measures(s["jac_diag_max"])
+    >>> sorted(m)
+    ['below', 'log10_mean', 'mean', 'median']
+    >>> round(m["below"].value, 2)
+    0.6
+    """
     return dict(median=est_quantile(stat, 0.5, z), mean=est_mean(stat, z),
                 log10_mean=est_log10_mean(stat, z),
                 below=est_fraction(stat.fraction_below(level), stat.count, z))
@@ -91,6 +353,28 @@ def measures(stat, level=LEVEL, z=Z):
 
 @dataclasses.dataclass(frozen=True)
 class Check:
+    """One condition of a claim, judged: its verdict and what was compared.
+
+    What every criterion returns; a claim's verdict is :func:`all_of` its
+    checks.
+
+    Parameters
+    ----------
+    verdict : {"holds", "fails", "inconclusive"}
+        Met beyond the standard errors, contradicted beyond them, or neither.
+    text : str
+        What was compared, with the numbers.
+
+    See Also
+    --------
+    all_of : The verdict of several checks.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Check, all_of
+    >>> all_of([Check("holds", "a"), Check("inconclusive", "b")])
+    'inconclusive'
+    """
     verdict: str        # holds / fails / inconclusive
     text: str           # what was compared, with the numbers
 
@@ -99,61 +383,281 @@ def _v(holds, fails):
     return HOLDS if holds else (FAILS if fails else INCONCLUSIVE)
 
 
-def below(a, bound, what="value"):
-    """a < bound: holds if a.hi < bound, fails if a.lo >= bound."""
+def below(a: Est, bound: float, what: str = "value") -> Check:
+    """Criterion a < bound: holds if a.hi < bound, fails if a.lo >= bound.
+
+    Inconclusive when ``bound`` lies within a's Z-SE bounds.
+
+    Parameters
+    ----------
+    a : Est
+        The estimate.
+    bound : float
+        The bound.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the comparison.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, below
+    >>> below(Est.normal(1e-8, 1e-9), 1e-6, "median")
+    Check(verdict='holds', text='median 1e-08 < 1e-06')
+    >>> below(Est.normal(1e-6, 1e-6), 1e-6).verdict
+    'inconclusive'
+    """
     return Check(_v(a.hi < bound, a.lo >= bound), f"{what} {a.value:.3g} < {bound:g}")
 
 
-def above(a, bound, what="value"):
-    """a > bound: holds if a.lo > bound, fails if a.hi <= bound."""
+def above(a: Est, bound: float, what: str = "value") -> Check:
+    """Criterion a > bound: holds if a.lo > bound, fails if a.hi <= bound.
+
+    Inconclusive when ``bound`` lies within a's Z-SE bounds.
+
+    Parameters
+    ----------
+    a : Est
+        The estimate.
+    bound : float
+        The bound.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the comparison.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, above
+    >>> above(Est.normal(0.3, 0.01), 0.1).verdict, above(Est.normal(0.3, 0.1), 0.1).verdict
+    ('holds', 'inconclusive')
+    """
     return Check(_v(a.lo > bound, a.hi <= bound), f"{what} {a.value:.3g} > {bound:g}")
 
 
-def ratio_below(a, b, factor, what="value"):
-    """a < factor * b: holds if a.hi < factor * b.lo, fails if a.lo >= factor * b.hi."""
+def ratio_below(a: Est, b: Est, factor: float, what: str = "value") -> Check:
+    """Criterion a < factor * b, beyond both estimates' bounds.
+
+    Holds if a.hi < factor * b.lo, fails if a.lo >= factor * b.hi.
+
+    Parameters
+    ----------
+    a, b : Est
+        The two estimates.
+    factor : float
+        The largest ratio a / b for which it holds.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the observed ratio.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, ratio_below
+    >>> ratio_below(Est.exact(1e-8), Est.normal(0.05, 0.001), 1e-3, "median")
+    Check(verdict='holds', text='median ratio 2e-07 < 0.001')
+    """
     return Check(_v(a.hi < factor * b.lo, a.lo >= factor * b.hi),
                  f"{what} ratio {_ratio(a.value, b.value)} < {factor:g}")
 
 
-def drop(a, b, amount, what="value", z=Z):
-    """a - b > amount, beyond z (SE_a + SE_b)."""
+def drop(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> Check:
+    """Criterion a - b > amount, beyond z (SE_a + SE_b).
+
+    Holds if d - z se > amount, fails if d + z se <= amount, with
+    d = a - b and se = SE_a + SE_b (valid whatever the correlation between
+    the two estimates, which common random numbers introduce).
+
+    Parameters
+    ----------
+    a, b : Est
+        The two estimates.
+    amount : float
+        The smallest drop for which it holds.
+    what : str, default "value"
+        What is compared, for the check's text.
+    z : float, default 4.0
+        Standard errors of the difference to the decision.
+
+    Returns
+    -------
+    Check
+        The verdict and the observed drop.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, drop
+    >>> drop(Est.normal(-1.25, 0.01), Est.normal(-10.6, 0.1), 3.0, "log10-mean").verdict
+    'holds'
+    """
     d, se = a.value - b.value, a.se + b.se
     return Check(_v(d - z * se > amount, d + z * se <= amount),
                  f"{what} drop {d:.3g} ± {se:.2g} > {amount:g}")
 
 
-def within_factor(a, b, factor, what="value"):
-    """b / factor <= a <= b * factor ("flat"): holds if a's bounds lie inside
-    b's bounds widened by ``factor``, fails if a's bounds lie outside."""
+def within_factor(a: Est, b: Est, factor: float, what: str = "value") -> Check:
+    """Criterion b / factor <= a <= b * factor (flat), beyond the bounds.
+
+    Holds if a's bounds lie inside b's bounds widened by ``factor``, fails
+    if a's bounds lie outside them.
+
+    Parameters
+    ----------
+    a, b : Est
+        The two estimates.
+    factor : float
+        The largest ratio either way (> 1).
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the observed ratio.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, within_factor
+    >>> within_factor(Est.normal(0.0868, 0.001), Est.normal(0.0551, 0.001), 2.0).verdict
+    'holds'
+    """
     holds = a.lo >= b.hi / factor and a.hi <= b.lo * factor
     fails = a.hi < b.lo / factor or a.lo > b.hi * factor
     return Check(_v(holds, fails), f"{what} ratio {_ratio(a.value, b.value)} within "
                                    f"[1/{factor:g}, {factor:g}]")
 
 
-def close(a, b, amount, what="value", z=Z):
-    """|a - b| < amount, beyond z (SE_a + SE_b)."""
+def close(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> Check:
+    """Criterion ``|a - b| < amount``, beyond z (SE_a + SE_b).
+
+    Holds if d + z se < amount, fails if d - z se >= amount, with
+    ``d = |a - b|`` and se = SE_a + SE_b.
+
+    Parameters
+    ----------
+    a, b : Est
+        The two estimates.
+    amount : float
+        The largest difference for which it holds.
+    what : str, default "value"
+        What is compared, for the check's text.
+    z : float, default 4.0
+        Standard errors of the difference to the decision.
+
+    Returns
+    -------
+    Check
+        The verdict and the observed difference.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, close
+    >>> close(Est.normal(-1.05, 0.01), Est.normal(-1.25, 0.01), 0.3).verdict
+    'holds'
+    """
     d, se = abs(a.value - b.value), a.se + b.se
     return Check(_v(d + z * se < amount, d - z * se >= amount),
                  f"{what} |diff| {d:.3g} ± {se:.2g} < {amount:g}")
 
 
-def near(a, target, rel, what="value"):
-    """a within a relative ``rel`` of ``target``."""
+def near(a: Est, target: float, rel: float, what: str = "value") -> Check:
+    """Criterion a within a relative ``rel`` of ``target``, beyond the bounds.
+
+    Holds if a's bounds lie inside target (1 -/+ rel), fails if they lie
+    outside.
+
+    Parameters
+    ----------
+    a : Est
+        The estimate.
+    target : float
+        The value a should be near.
+    rel : float
+        The relative tolerance.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the comparison.
+
+    Examples
+    --------
+    >>> import math
+    >>> from fastsoftmax.verify import Est, near
+    >>> near(Est.normal(1.416, 0.01), math.sqrt(2), 0.05, "median |grad|")
+    Check(verdict='holds', text='median |grad| 1.416 within 5% of 1.414')
+    """
     lo, hi = target * (1 - rel), target * (1 + rel)
     return Check(_v(a.lo >= lo and a.hi <= hi, a.hi < lo or a.lo > hi),
                  f"{what} {a.value:.4g} within {rel:.0%} of {target:.4g}")
 
 
-def same(a, b, what="value", z=Z):
-    """No detectable difference: |a - b| <= z (SE_a + SE_b) holds, else fails."""
+def same(a: Est, b: Est, what: str = "value", z: float = Z) -> Check:
+    """Criterion no detectable difference: holds if ``|a - b| <= z (SE_a + SE_b)``.
+
+    Fails otherwise (never inconclusive).
+
+    Parameters
+    ----------
+    a, b : Est
+        The two estimates.
+    what : str, default "value"
+        What is compared, for the check's text.
+    z : float, default 4.0
+        Standard errors of the difference to the decision.
+
+    Returns
+    -------
+    Check
+        The verdict and the difference in standard errors.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, same
+    >>> same(Est.normal(0.0937, 1e-4), Est.normal(0.0937, 1e-4)).verdict
+    'holds'
+    >>> same(Est.normal(0.09, 1e-4), Est.normal(0.1, 1e-4)).verdict
+    'fails'
+    """
     d, se = abs(a.value - b.value), a.se + b.se
     ok = d <= z * se
     return Check(HOLDS if ok else FAILS, f"{what} |diff| {d:.2g} <= {z:g} x {se:.2g}")
 
 
-def all_of(checks):
-    """fails if any fails, holds if all hold, inconclusive otherwise."""
+def all_of(checks: Iterable[Check]) -> str:
+    """The verdict of several checks: fails if any fails, holds if all hold.
+
+    Inconclusive otherwise (none fails, some are inconclusive).
+
+    Parameters
+    ----------
+    checks : iterable of Check
+        The conditions of a claim.
+
+    Returns
+    -------
+    str
+        ``"holds"``, ``"fails"`` or ``"inconclusive"``.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Check, all_of
+    >>> all_of([Check("holds", "a"), Check("holds", "b")])
+    'holds'
+    >>> all_of([Check("inconclusive", "a"), Check("fails", "b")])
+    'fails'
+    """
     checks = list(checks)
     if any(c.verdict == FAILS for c in checks):
         return FAILS
@@ -168,17 +672,68 @@ def _ratio(a, b):
 
 # the claims' criteria, on measures() dicts / numbers
 
-def judge_saturation(small, large):
-    """Paper: the gradient collapses from ``small`` d_k to ``large`` d_k."""
+def judge_saturation(small: dict[str, Est], large: dict[str, Est]) -> list[Check]:
+    """Claim 1 (the paper): the gradient collapses from small d_k to large d_k.
+
+    The median falls below 1e-3 times its small-d_k value, the log10-mean
+    drops by more than 3, the mean falls below half, each beyond the
+    standard errors, and more than 25% of the rows are below ``LEVEL``.
+
+    Parameters
+    ----------
+    small : dict of str to Est
+        :func:`measures` of the observable at that point.
+    large : dict of str to Est
+        :func:`measures` of the observable at that point.
+
+    Returns
+    -------
+    list of Check
+        The four conditions (:func:`all_of` gives the verdict).
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_saturation
+    >>> small = dict(median=Est.normal(0.055, 6e-4), mean=Est.normal(0.076, 1e-4),
+    ...              log10_mean=Est.normal(-1.25, 5e-4), below=Est.exact(0.0))
+    >>> large = dict(median=Est.normal(1.6e-8, 6e-10), mean=Est.normal(0.018, 7e-5),
+    ...              log10_mean=Est.normal(-10.6, 0.01), below=Est.normal(0.59, 7e-4))
+    >>> all_of(judge_saturation(small, large))
+    'holds'
+    """
     return [ratio_below(large["median"], small["median"], 1e-3, "median"),
             drop(small["log10_mean"], large["log10_mean"], 3.0, "log10-mean"),
             ratio_below(large["mean"], small["mean"], 0.5, "mean"),
             above(large["below"], 0.25, f"fraction < {LEVEL:g}")]
 
 
-def judge_flat(ref, others):
-    """Fix: every d_k within a factor 2 (median), 0.3 in log10-mean of the
-    reference, and almost never below the level."""
+def judge_flat(ref: dict[str, Est], others: Sequence[dict[str, Est]]) -> list[Check]:
+    """Claim 2 (the fix): with scaling the statistics are flat in d_k.
+
+    At every d_k the median is within a factor 2 of the reference's, the
+    log10-mean within 0.3 of it (beyond the standard errors), and fewer
+    than 1e-3 of the rows are below ``LEVEL``.
+
+    Parameters
+    ----------
+    ref : dict of str to Est
+        :func:`measures` of the observable at that point.
+    others : sequence of dict of str to Est
+        :func:`measures` at the other points.
+
+    Returns
+    -------
+    list of Check
+        Three conditions per point, the reference included.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_flat
+    >>> m = dict(median=Est.normal(0.0868, 9e-4), log10_mean=Est.normal(-1.05, 5e-4),
+    ...          below=Est.exact(0.0))
+    >>> all_of(judge_flat(m, [m, m]))
+    'holds'
+    """
     checks = []
     for m in [ref] + list(others):
         checks.append(within_factor(m["median"], ref["median"], 2.0, "median"))
@@ -187,9 +742,37 @@ def judge_flat(ref, others):
     return checks
 
 
-def judge_literal(jac_diag_max, jac_diag_max_shifted, rel=1e-12):
-    """Objection: [100, 101, 99]'s largest Jacobian entry is healthy (> 0.1,
-    the maximum possible is 0.25) and equal to that of [0, 1, -1]."""
+def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
+                  rel: float = 1e-12) -> list[Check]:
+    """Claim 3 (the objection): [100, 101, 99] keeps healthy gradients.
+
+    Its largest Jacobian entry is healthy (> 0.1; the maximum possible,
+    p(1 - p) at p = 1/2, is 0.25) and equal to that of [0, 1, -1] within
+    ``rel`` (softmax is shift-invariant).  Exact numbers: holds or fails.
+
+    Parameters
+    ----------
+    jac_diag_max : float
+        ``jac_diag_max`` of [100, 101, 99].
+    jac_diag_max_shifted : float
+        ``jac_diag_max`` of [0, 1, -1].
+    rel : float, default 1e-12
+        Relative tolerance of the equality.
+
+    Returns
+    -------
+    list of Check
+        The two conditions.
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> from fastsoftmax.verify import all_of, judge_literal
+    >>> a = float(fs.observables([[100.0, 101.0, 99.0]])["jac_diag_max"][0])
+    >>> b = float(fs.observables([[0.0, 1.0, -1.0]])["jac_diag_max"][0])
+    >>> all_of(judge_literal(a, b))
+    'holds'
+    """
     healthy = jac_diag_max > 0.1
     equal = abs(jac_diag_max - jac_diag_max_shifted) <= rel * abs(jac_diag_max_shifted)
     return [Check(HOLDS if healthy else FAILS, f"jac_diag_max {jac_diag_max:.6g} > 0.1"),
@@ -197,13 +780,35 @@ def judge_literal(jac_diag_max, jac_diag_max_shifted, rel=1e-12):
                   f"equal to [0, 1, -1]'s {jac_diag_max_shifted:.6g} within {rel:g}")]
 
 
-def judge_shift(ref, others):
-    """Objection: every offset's statistics equal the offset-0 ones (each
-    observable's mean and log10-mean, within 4 SE) and are far from vanishing
-    (median jac_diag_max > 1e-2, fewer than 1e-3 of rows below the level).
+def judge_shift(ref: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[Check]:
+    """Claim 4 (the objection): a common offset changes nothing.
 
-    ref/others: dicts observable -> dict(mean=Est, log10_mean=Est), and
-    "jac" -> measures() of jac_diag_max."""
+    Every offset's statistics equal the offset-0 ones (each observable's
+    mean and log10-mean, within 4 SE: :func:`same`) and are far from
+    vanishing (median jac_diag_max > 1e-2, fewer than 1e-3 of the rows below
+    ``LEVEL``).
+
+    Parameters
+    ----------
+    ref : dict
+        The offset-0 point: observable name -> dict(mean=Est,
+        log10_mean=Est), and ``"jac"`` -> :func:`measures` of jac_diag_max.
+    others : sequence of dict
+        The other offsets, alike.
+
+    Returns
+    -------
+    list of Check
+        Two conditions per observable and other offset, two per point.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_shift
+    >>> m = dict(entropy=dict(mean=Est.normal(3.2, 1e-3), log10_mean=Est.normal(0.5, 1e-4)),
+    ...          jac=dict(median=Est.normal(0.087, 1e-3), below=Est.exact(0.0)))
+    >>> all_of(judge_shift(m, [m]))
+    'holds'
+    """
     checks = []
     for m in others:
         for name in m:
@@ -218,28 +823,100 @@ def judge_shift(ref, others):
     return checks
 
 
-def judge_ce_right(small, large):
-    """CE, target argmax: 1 - p_y's median is below the level at large d_k
-    and below 1e-3 x its small-d_k value."""
+def judge_ce_right(small: dict[str, Est], large: dict[str, Est]) -> list[Check]:
+    """Claim 5: cross-entropy, confidently right model: the gradient vanishes.
+
+    With target "argmax", 1 - p_y's median at large d_k is below ``LEVEL``
+    and below 1e-3 times its small-d_k value.
+
+    Parameters
+    ----------
+    small : dict of str to Est
+        :func:`measures` of ce_grad_target at that point.
+    large : dict of str to Est
+        :func:`measures` of ce_grad_target at that point.
+
+    Returns
+    -------
+    list of Check
+        The two conditions.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_ce_right
+    >>> all_of(judge_ce_right(dict(median=Est.normal(0.93, 0.01)),
+    ...                       dict(median=Est.normal(1.6e-8, 6e-10))))
+    'holds'
+    """
     return [below(large["median"], LEVEL, "median"),
             ratio_below(large["median"], small["median"], 1e-3, "median")]
 
 
-def judge_ce_wrong(target_m, norm_median):
-    """CE, target random: 1 - p_y stays near 1 (median and mean > 0.9) and the
-    gradient norm's median is within 5% of sqrt(2)."""
+def judge_ce_wrong(target_m: dict[str, Est], norm_median: Est) -> list[Check]:
+    r"""Claim 6: cross-entropy, wrong model: the gradient stays near 1.
+
+    With target "random" at saturation, 1 - p_y's median and mean are above
+    0.9, and the median of :math:`\lVert p - e_y \rVert_2` is within 5%
+    of sqrt(2) (one-hot p on another class).
+
+    Parameters
+    ----------
+    target_m : dict of str to Est
+        :func:`measures` of ce_grad_target at that point.
+    norm_median : Est
+        The median of ce_grad_norm (:func:`est_quantile`).
+
+    Returns
+    -------
+    list of Check
+        The three conditions.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_ce_wrong
+    >>> all_of(judge_ce_wrong(dict(median=Est.normal(0.99, 0.01), mean=Est.normal(0.98, 2e-4)),
+    ...                       Est.normal(1.416, 0.01)))
+    'holds'
+    """
     return [above(target_m["median"], 0.9, "median 1 - p_y"),
             above(target_m["mean"], 0.9, "mean 1 - p_y"),
             near(norm_median, math.sqrt(2), 0.05, "median |grad|")]
 
 
-def crossing(xs, ests, level=LEVEL):
-    """Where the median falls below ``level``: the last grid interval where
-    it goes from >= level to < level, the point x* there (log10 of the median
-    interpolated linearly in x), and whether it is located beyond the
-    standard errors (some point at or before the interval is significantly
-    above, and some point at or after it significantly below).
-    None if the median never crosses."""
+def crossing(xs: Sequence[float], ests: Sequence[Est],
+             level: float = LEVEL) -> dict[str, Any] | None:
+    """Where a median falls below ``level`` along a sweep.
+
+    The last grid interval where the median goes from >= level to < level,
+    the point x* there (log10 of the median interpolated linearly in x), and
+    whether it is located beyond the standard errors: some point at or
+    before the interval significantly above ``level`` and some point at or
+    after it significantly below.
+
+    Parameters
+    ----------
+    xs : sequence of float
+        The sweep's x values (increasing).
+    ests : sequence of Est
+        The median at each x.
+    level : float, default 1e-6
+        The level.
+
+    Returns
+    -------
+    dict or None
+        ``x`` (x*), ``x_lo``, ``x_hi`` (the interval) and ``significant``
+        (bool); None if the median never crosses ``level``.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, crossing
+    >>> meds = [Est.normal(v, v / 100) for v in (1e-2, 1e-4, 1e-8, 1e-12)]
+    >>> crossing([1.0, 2.0, 4.0, 8.0], meds)
+    {'x': 3.0, 'x_lo': 2.0, 'x_hi': 4.0, 'significant': True}
+    >>> crossing([1.0, 2.0], meds[:2]) is None
+    True
+    """
     vals = [e.value for e in ests]
     idx = [i for i in range(len(vals) - 1) if vals[i] >= level > vals[i + 1]]
     if not idx:
@@ -252,10 +929,37 @@ def crossing(xs, ests, level=LEVEL):
     return dict(x=float(x), x_lo=float(xs[i]), x_hi=float(xs[i + 1]), significant=bool(sig))
 
 
-def judge_scale(cross_gauss, cross_dk, tol=0.1):
-    """Saturation is set by the logit scale: both sweeps cross the level
-    (located beyond the SEs), and the Gaussian sigma* equals sqrt(d_k*) of
-    the unscaled sweep within ``tol``."""
+def judge_scale(cross_gauss: dict[str, Any] | None, cross_dk: dict[str, Any] | None,
+                tol: float = 0.1) -> list[Check]:
+    """Claim 7: saturation is set by the logit scale.
+
+    Both sweeps cross ``LEVEL`` (located beyond the standard errors), and
+    the Gaussian sweep's sigma* equals sqrt(d_k*) of the unscaled d_k sweep
+    within ``tol`` (unscaled logits have a spread of about sqrt(d_k)).
+
+    Parameters
+    ----------
+    cross_gauss : dict or None
+        :func:`crossing` of the Gaussian scale sweep (x = sigma).
+    cross_dk : dict or None
+        :func:`crossing` of the unscaled d_k sweep (x = sqrt(d_k)).
+    tol : float, default 0.1
+        Relative tolerance of sigma* / sqrt(d_k*) - 1.
+
+    Returns
+    -------
+    list of Check
+        One per sweep (fails if it never crosses) and the comparison.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import all_of, judge_scale
+    >>> c = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
+    >>> all_of(judge_scale(c, dict(c, x=49.0)))
+    'holds'
+    >>> all_of(judge_scale(c, None))
+    'fails'
+    """
     checks = []
     for name, c in (("scale sweep", cross_gauss), ("d_k sweep", cross_dk)):
         if c is None:
@@ -273,18 +977,67 @@ def judge_scale(cross_gauss, cross_dk, tol=0.1):
 
 @dataclasses.dataclass
 class Claim:
+    """A claim of ``verify``, the evidence measured and its computed verdict.
+
+    The verdict is never written in: it is :func:`all_of` the checks,
+    computed from the measurements by the claim's criterion.
+
+    Parameters
+    ----------
+    key : str
+        Short name: ``paper``, ``fix``, ``literal``, ``offset``,
+        ``ce_right``, ``ce_wrong``, ``scale``.
+    claim : str
+        The claim, in words.
+    evidence : str
+        The measurements behind the verdict, with standard errors.
+    criterion : str
+        The criterion, in words.
+    checks : list of Check
+        The conditions, judged.
+    numbers : dict
+        The estimates behind the evidence (JSON-able through ``to_dict``).
+
+    See Also
+    --------
+    VerifyResult : Holds the claims of a run.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Check, Claim
+    >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "0.2227",
+    ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
+    >>> c.verdict
+    'holds'
+    """
     key: str
     claim: str
     evidence: str
     criterion: str
-    checks: list
-    numbers: dict
+    checks: list[Check]
+    numbers: dict[str, Any]
 
     @property
-    def verdict(self):
+    def verdict(self) -> str:
+        """The claim's verdict, :func:`all_of` its checks: holds, fails or inconclusive."""
         return all_of(self.checks)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
+        """The claim as plain JSON types, verdict and checks included.
+
+        Returns
+        -------
+        dict
+            ``key``, ``claim``, ``evidence``, ``criterion``, ``verdict``,
+            ``checks`` (dicts of verdict and text) and ``numbers``.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import Check, Claim
+        >>> c = Claim("k", "a claim", "evidence", "criterion", [Check("holds", "x")], {})
+        >>> c.to_dict()["checks"]
+        [{'verdict': 'holds', 'text': 'x'}]
+        """
         return dict(key=self.key, claim=self.claim, evidence=self.evidence,
                     criterion=self.criterion, verdict=self.verdict,
                     checks=[dataclasses.asdict(c) for c in self.checks],
