@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+from typing import Any
 
 try:
     import click
@@ -459,6 +460,7 @@ def collect_info():
     import fastsoftmax as fs
     from .backends import cuda_status
     fs.softmax(np.zeros((4, 3)))          # a tiny parallel call: the threading layer starts
+    layer: str
     try:
         layer = numba.threading_layer()
     except ValueError:
@@ -482,8 +484,9 @@ def _cpu_info():
     import numba
     try:
         import llvmlite.binding as llvm
-        name = numba.config.CPU_NAME or llvm.get_host_cpu_name()
-        feats = numba.config.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+        cfg: Any = numba.config             # its settings are set at runtime (untyped)
+        name = cfg.CPU_NAME or llvm.get_host_cpu_name()
+        feats = cfg.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
     except Exception as e:
         return f"unknown ({e})", "unknown"
     fl = set(f.lstrip("+") for f in str(feats).split(",") if f.startswith("+"))
@@ -514,7 +517,8 @@ def _cpu_info():
 
 def _cache_dir():
     import numba
-    env = numba.config.CACHE_DIR
+    cfg: Any = numba.config                 # its settings are set at runtime (untyped)
+    env = cfg.CACHE_DIR
     try:
         from .backends import cpu
         path = cpu.observe_chunk._cache._cache_path

@@ -197,7 +197,7 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
 # numba's workqueue threading layer aborts the process when two Python
 # threads enter parallel code at once; serialise the calls in that case.
 _WORKQUEUE_LOCK = threading.Lock()
-_layer_checked = None
+_layer_checked: str | None = None
 
 
 class _NullCtx:
@@ -223,7 +223,7 @@ def guard():
 def threading_layer() -> str:
     """The threading layer numba uses ('omp', 'tbb' or 'workqueue')."""
     guard()
-    return _layer_checked
+    return str(_layer_checked)          # set by guard()
 
 
 # --------------------------------------------------------------------------
@@ -348,7 +348,7 @@ class CPUBackend:
             for r0 in range(0, rows.rows, step):
                 r1 = min(r0 + step, rows.rows)
                 xc = rows.chunk(r0, r1)
-                oc = out2[r0:r1] if direct else np.empty((r1 - r0, rows.n), dtype=cdt)
+                oc = out2[r0:r1] if out2 is not None else np.empty((r1 - r0, rows.n), dtype=cdt)
                 softmax_rows(xc, oc, log, status[r0:r1])
                 # rows with NaN/+inf or no finite logit: NaN, as numpy/scipy give
                 for i in np.flatnonzero(status[r0:r1]):

@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import threading
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -94,10 +95,10 @@ def _run_piece(job, backend):
 
 
 # worker side: (backend, dtype) pairs this process has compiled
-_WARM_HERE = set()
+_WARM_HERE: set[tuple[Any, ...]] = set()
 _WARM_LOCK = threading.Lock()
 # client side: client -> {(worker address, backend, dtype)}
-_WARMED = weakref.WeakKeyDictionary()
+_WARMED: weakref.WeakKeyDictionary[Any, set[tuple[Any, ...]]] = weakref.WeakKeyDictionary()
 
 
 def _warm(job, backend):
@@ -211,7 +212,7 @@ def run_model(client, job, backend="cpu", progress=None, blocks_per_task=None):
                              backend, key=f"fastsoftmax-rows-{token}-{i}", pure=True)
                for i, (r0, nr) in enumerate(plan)]
     index = {f.key: i for i, f in enumerate(futures)}
-    results = [None] * len(plan)
+    results: list[Any] = [None] * len(plan)
     first_err = None                          # (task index, exception)
     try:
         for fut in as_completed(futures, loop=client.loop):

@@ -1,6 +1,7 @@
 """The CUDA backend's host side: the launcher, the run loops and softmax of
 device arrays."""
 import threading
+from typing import Any
 
 import numpy as np
 from numba import cuda
@@ -112,8 +113,8 @@ class _Launcher:
         self.mom_h = pool.pinned("mom", (nrb, NCH, 3), np.float64)
         self.bad_d = [cuda.device_array(2, np.int64) for _ in range(2)]
         self.bad_h = pool.pinned("bad", (2,), np.int64)
-        self.xbuf = [None, None]
-        self.lbuf = [None, None]
+        self.xbuf: list[Any] = [None, None]      # device buffers, allocated on first use
+        self.lbuf: list[Any] = [None, None]
         self.acc = Accumulator(self.thr_host, block0=row0 // brows)
         self.skipped = 0
         self.pending = None
@@ -299,7 +300,8 @@ def softmax(x, axes=-1, log=False):
     CuPy array / PyTorch tensor (no copy), anything else a numba device
     array.  Rows with NaN, +inf or no finite logit give NaN, as on the CPU.
     """
-    if not SIMULATOR and not isinstance(x, cuda.devicearray.DeviceNDArray):
+    if not SIMULATOR and not isinstance(
+            x, cuda.devicearray.DeviceNDArray):  # type: ignore[attr-defined]  # not in its stubs
         cuda.synchronize()   # work queued on other libraries' streams first
     dev = _as_device(x)
     if int(np.prod(dev.shape, dtype=np.int64)) == 0:   # as fs.softmax: empty in, empty out
