@@ -70,9 +70,10 @@ def read_table(path: str | os.PathLike[str], str_columns: Sequence[str] = ()) ->
     --------
     >>> import os, tempfile
     >>> from fastsoftmax.sweep import read_table, write_table
-    >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
-    >>> write_table([{"d_k": 1, "q": 0.1}], ["d_k", "q"], path)
-    >>> read_table(path).values.tolist()
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "t.csv")
+    ...     write_table([{"d_k": 1, "q": 0.1}], ["d_k", "q"], path)
+    ...     read_table(path).values.tolist()
     [[1.0, 0.1]]
     """
     import pandas as pd
@@ -122,12 +123,11 @@ def write_table(records: Sequence[dict[str, Any]], columns: Sequence[str],
     --------
     >>> import os, tempfile
     >>> from fastsoftmax.sweep import read_table, write_table
-    >>> path = os.path.join(tempfile.mkdtemp(), "t.csv")
-    >>> write_table([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], ["a", "b"], path)
-    >>> os.listdir(os.path.dirname(path))
-    ['t.csv']
-    >>> read_table(path, str_columns=["b"])["b"].tolist()
-    ['x', 'y']
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "t.csv")
+    ...     write_table([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], ["a", "b"], path)
+    ...     os.listdir(d), read_table(path, str_columns=["b"])["b"].tolist()
+    (['t.csv'], ['x', 'y'])
     """
     fmt = fmt or OUT_FORMATS[os.path.splitext(path)[1].lower()]
     df = frame(records, columns)
@@ -189,14 +189,14 @@ class SweepLocked(RuntimeError):
     --------
     >>> import os, tempfile, filelock
     >>> from fastsoftmax.sweep import SweepLocked, sweep
-    >>> d = tempfile.mkdtemp()
-    >>> with filelock.FileLock(os.path.join(d, ".s.csv.lock")):   # another writer
-    ...     try:
-    ...         sweep("gaussian", {"n": [4]}, samples=10, out=os.path.join(d, "s.csv"),
-    ...               progress=False)
-    ...     except SweepLocked as e:
-    ...         print("locked:", type(e).__mro__[1].__name__)
-    locked: RuntimeError
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with filelock.FileLock(os.path.join(d, ".s.csv.lock")):   # another writer
+    ...         try:
+    ...             sweep("gaussian", {"n": [4]}, samples=10, out=os.path.join(d, "s.csv"),
+    ...                   progress=False)
+    ...         except SweepLocked as e:
+    ...             print("locked:", isinstance(e, RuntimeError))
+    locked: True
     """
 
 
