@@ -191,8 +191,8 @@ def flush_scratch(sc: dict, sketch: "Sketch") -> None:
     lo[:] = np.iinfo(np.int64).max
     hi[:] = -1
     ninf = sc["ninf"].sum(axis=0)
-    for k in np.flatnonzero(ninf):
-        sketch.add(int(k), I_NEGINF, np.array([ninf[k]], dtype=np.int64))
+    for j in np.flatnonzero(ninf):
+        sketch.add(int(j), I_NEGINF, np.array([ninf[j]], dtype=np.int64))
     sc["ninf"][:] = 0
 
 

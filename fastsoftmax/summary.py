@@ -306,8 +306,27 @@ class Stat:
             v = 10.0 ** np.asarray(self.log10_quantile(q))
         return np.clip(v, self.min, self.max)[()]
 
-    def log10_quantiles(self, qs=QUANTILES):
-        """log10_quantile of each q (one pass over the sketch)."""
+    def log10_quantiles(self, qs: Sequence[float] = QUANTILES) -> np.ndarray:
+        """The log10 of several quantiles at once, one pass over the sketch.
+
+        Parameters
+        ----------
+        qs : sequence of float, default (0.01, 0.1, 0.5, 0.9, 0.99)
+            Quantile levels in [0, 1].
+
+        Returns
+        -------
+        ndarray
+            ``log10_quantile(q)`` for each q, as a 1-d float64 array.
+
+        Examples
+        --------
+        >>> import numpy as np, fastsoftmax as fs
+        >>> s = fs.summarize(np.random.default_rng(0).normal(size=(500, 16)) * 40)
+        >>> lq = s["jac_diag_max"].log10_quantiles([0.1, 0.5, 0.9])
+        >>> bool(np.all(np.diff(lq) >= 0))
+        True
+        """
         return np.atleast_1d(self.log10_quantile(np.asarray(qs, dtype=np.float64)))
 
     @property
@@ -316,7 +335,13 @@ class Stat:
         return self.quantile(0.5)
 
     @property
-    def log10_median(self):
+    def log10_median(self) -> float:
+        """The log10 of the median, ``log10_quantile(0.5)``: finite at any depth.
+
+        Returns
+        -------
+        float
+        """
         return self.log10_quantile(0.5)
 
     def _sketch_bounds(self, t):
@@ -560,7 +585,7 @@ def merged_config(a, b):
             parts.append(p)
     if len(parts) <= 1:
         return dict(parts[0]) if parts else {}
-    out = {"source": "merged", "parts": parts}
+    out: dict[str, Any] = {"source": "merged", "parts": parts}
     if all("samples" in p for p in parts):
         out["samples"] = sum(int(p["samples"]) for p in parts)
     return out
@@ -903,7 +928,7 @@ class Summary:
         >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
         >>> df = s.to_frame()
         >>> df.shape
-        (9, 17)
+        (9, 22)
         >>> round(float(df.loc["max_prob", "mean"]), 4)
         0.347
         """

@@ -111,8 +111,10 @@ def _summarize_chunk(logits: torch.Tensor, target, thresholds, backend: str,
     return s
 
 
-def _merge(a: Summary | None, b: Summary) -> Summary:
-    return b if a is None else a.merge(b)
+def _merge(a: Summary | None, b: Summary | None) -> Summary | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return a.merge(b)
 
 
 # --------------------------------------------------------------------------
@@ -123,8 +125,8 @@ class _HeadStats:
 
     __slots__ = ("summary", "calls", "max_logit", "nonfinite")
 
-    def __init__(self):
-        self.summary = None
+    def __init__(self) -> None:
+        self.summary: Summary | None = None     # set by the first chunk
         self.calls = 0
         self.max_logit = -math.inf
         self.nonfinite = 0
@@ -207,6 +209,15 @@ class _ProbeMode(TorchFunctionMode):
 class AttentionProbe:
     r"""Per-head statistics of every attention call of a model, while it runs.
 
+    A context manager.  While it is active it sees every call of
+    ``F.scaled_dot_product_attention`` (and of ``nn.MultiheadAttention`` and
+    the encoder layers on their fused fast paths), rebuilds the logits
+    :math:`x_{ij} = q_i \cdot k_j \cdot \text{scale} + \text{mask}_{ij}` of
+    each head chunk by chunk in float64 exactly as SDPA applies scale, mask,
+    causality and grouped-query heads, and summarises them with
+    :func:`fastsoftmax.summarize` (per head, over the (batch, query) rows).
+    The model's outputs and gradients are those without the probe.
+
     Parameters
     ----------
     model : torch.nn.Module, optional
@@ -285,7 +296,7 @@ class AttentionProbe:
     def __init__(self, model: nn.Module | None = None, *, target: Any = "argmax",
                  thresholds: Sequence[float] = DEFAULT_THRESHOLDS, every: int = 1,
                  backend: str = "auto", eager: bool = False,
-                 chunk_logits: int = CHUNK_LOGITS):
+                 chunk_logits: int = CHUNK_LOGITS) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module or None, got {type(model).__name__}")
         self.model = model
@@ -309,13 +320,26 @@ class AttentionProbe:
     # ---------------------------------------------------------------- results
     @property
     def summaries(self) -> dict[tuple[str, int], Summary]:
-        return {k: v.summary for k, v in self._stats.items()}
+        """The Summary of each (module, head), merged over its calls.
+
+        Returns
+        -------
+        dict of (str, int) to Summary
+            Keys are (module name, head index).
+        """
+        return {k: v.summary for k, v in self._stats.items() if v.summary is not None}
 
     @property
     def calls(self) -> dict[str, int]:
+        """The number of attention calls summarised per module.
+
+        Returns
+        -------
+        dict of str to int
+        """
         return dict(self._calls)
 
-    def to_frame(self, by: str = "head"):
+    def to_frame(self, by: str = "head") -> Any:
         """The current figures as a tidy pandas DataFrame.
 
         Parameters
@@ -334,6 +358,25 @@ class AttentionProbe:
             figure of Wortsman et al. 2023), then ``<observable>_<statistic>``
             for every observable, as ``fastsoftmax.sweep`` names them
             (``jac_diag_max_q0.5``, ``entropy_mean``, ``max_prob_below_1e-06``).
+
+        Raises
+        ------
+        ValueError
+            ``by`` is neither "head" nor "module".
+
+        Examples
+        --------
+        >>> import torch
+        >>> import torch.nn.functional as F
+        >>> from fastsoftmax.torch import AttentionProbe
+        >>> q = torch.randn(2, 3, 5, 8)                 # (batch, heads, queries, E)
+        >>> with AttentionProbe() as probe:
+        ...     _ = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        >>> df = probe.to_frame()
+        >>> df[["module", "head", "rows"]].values.tolist()
+        [['call0', 0, 10], ['call0', 1, 10], ['call0', 2, 10]]
+        >>> probe.to_frame(by="module")["heads"].tolist()
+        [3]
         """
         import pandas as pd
         if by not in ("head", "module"):
@@ -368,11 +411,39 @@ class AttentionProbe:
                 rec[f"{name}_{k}"] = int(v) if k == "nonfinite" else float(v)
         return rec
 
-    def snapshot(self, step: Any = None):
-        """Append the current figures to :attr:`history` (with a ``step``
-        column) and start afresh; returns the frame appended (empty when
-        nothing was probed since the last snapshot, e.g. a forward skipped by
-        ``every``: then nothing is appended)."""
+    def snapshot(self, step: Any = None) -> Any:
+        """Append the current figures to :attr:`history` and start afresh.
+
+        A training loop calls it every few steps to log saturation over
+        training; the figures of the next steps start from empty summaries.
+
+        Parameters
+        ----------
+        step : int or any, optional
+            The value of the ``step`` column (default: the number of
+            snapshots taken so far).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The frame appended (:meth:`to_frame` with a ``step`` column);
+            empty, and nothing appended, when nothing was probed since the
+            last snapshot (a forward skipped by ``every``).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from fastsoftmax.torch import AttentionProbe
+        >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        >>> x = torch.randn(1, 4, 8)
+        >>> probe = AttentionProbe(mha)
+        >>> for step in range(3):
+        ...     with probe:
+        ...         _ = mha(x, x, x, need_weights=False)
+        ...     _ = probe.snapshot(step)
+        >>> probe.history["step"].tolist()
+        [0, 0, 1, 1, 2, 2]
+        """
         df = self.to_frame()
         if len(df):
             df.insert(0, "step", step if step is not None else len(self._history))
@@ -381,14 +452,30 @@ class AttentionProbe:
         return df
 
     @property
-    def history(self):
+    def history(self) -> Any:
+        """Every frame recorded by :meth:`snapshot`, one after the other.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The columns of :meth:`to_frame` after a ``step`` column.
+        """
         import pandas as pd
         if not self._history:
             return pd.DataFrame(columns=["step"] + list(self.to_frame().columns))
         return pd.concat(self._history, ignore_index=True)
 
     def reset(self) -> None:
-        """Drop the current figures (not the history)."""
+        """Drop the current figures (the history stays).
+
+        Examples
+        --------
+        >>> from fastsoftmax.torch import AttentionProbe
+        >>> probe = AttentionProbe()
+        >>> probe.reset()
+        >>> probe.summaries
+        {}
+        """
         self._stats = {}
         self._calls = {}
         self._unnamed = 0
@@ -560,9 +647,9 @@ class AttentionProbe:
                         float(scale), bool(a.get("enable_gqa", False)))
 
     def _on_mha_functional(self, args, kwargs):
-        a = _MHA_F_SIG.bind(*args, **kwargs)
-        a.apply_defaults()
-        a = a.arguments
+        bound = _MHA_F_SIG.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a: dict[str, Any] = bound.arguments
         name = self._call_name()
         spec = _mha_logit_inputs(
             a["query"], a["key"], a["num_heads"], a["in_proj_weight"], a["in_proj_bias"],
@@ -582,9 +669,9 @@ class AttentionProbe:
     def _on_fused_module(self, fr, args, kwargs):
         m = fr.module
         if fr.fused == "mha":
-            a = _MHA_SIG.bind(m, *args, **kwargs)
-            a.apply_defaults()
-            a = a.arguments
+            bound = _MHA_SIG.bind(m, *args, **kwargs)
+            bound.apply_defaults()
+            a: dict[str, Any] = bound.arguments
             name = self._module_name(m)
             for i, (query, key, kpm, am) in enumerate(_unnest(
                     a["query"], a["key"], a["key_padding_mask"], a["attn_mask"])):
@@ -597,9 +684,9 @@ class AttentionProbe:
                 self._attention(name, *spec, gqa=False, count=i == 0)
         elif fr.fused == "encoder_layer" and not fr.attn_ran:
             # the fused fast path ran: self_attn was never called
-            a = _TEL_SIG.bind(m, *args, **kwargs)
-            a.apply_defaults()
-            a = a.arguments
+            bound = _TEL_SIG.bind(m, *args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
             attn = m.self_attn
             name = self._module_name(m, "self_attn")
             for i, (src, _, kpm, am) in enumerate(_unnest(
@@ -640,8 +727,8 @@ class AttentionProbe:
             me = [(m.expand(lead + (H, L, S)), b) for m, b in masks]
             device = self._device(q)
             dt = torch.float64
-            kcache = {}
-            tri_cache = {}
+            kcache: dict[str, Any] = {}
+            tri_cache: dict[str, Any] = {}
 
             def tri(n, w):
                 t = tri_cache.get("t")
@@ -791,7 +878,7 @@ def _unnest(query, key, kpm, attn_mask) -> Iterable[tuple]:
 def _mha_logit_inputs(query, key, num_heads, in_proj_weight, in_proj_bias, bias_k,
                       add_zero_attn, key_padding_mask, need_weights, attn_mask,
                       use_separate_proj_weight, q_proj_weight, k_proj_weight, static_k,
-                      is_causal):
+                      is_causal) -> tuple[Any, Any, list, bool, float]:
     """(q, k, masks, causal, scale) in SDPA's terms for an MHA call given in
     F.multi_head_attention_forward's layout ((L, N, E) or unbatched (L, E)).
 

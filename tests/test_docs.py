@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "fastsoftmax.models",
     "fastsoftmax.sweep",
     "fastsoftmax.verify",
+    "fastsoftmax.torch",
 ]
 
 # numpydoc checks every public name must pass, and why these:

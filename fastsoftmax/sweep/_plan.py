@@ -254,7 +254,7 @@ def stat_columns(thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS) -> li
     >>> from fastsoftmax.sweep import stat_columns
     >>> cols = stat_columns((1e-6,))
     >>> cols[:3], len(cols)
-    (['max_prob_mean', 'max_prob_std', 'max_prob_sem'], 135)
+    (['max_prob_mean', 'max_prob_std', 'max_prob_sem'], 180)
     >>> "jac_diag_max_below_1e-06" in cols
     True
     """

@@ -205,8 +205,8 @@ class _Launcher:
             if hi >= lo:
                 acc.sketch.add(k, self.hstart + lo, self.hist[k, lo:hi + 1].copy_to_host())
         ninf = self.hninf.copy_to_host()
-        for k in np.flatnonzero(ninf):
-            acc.sketch.add(int(k), I_NEGINF, ninf[k:k + 1].astype(np.int64))
+        for j in np.flatnonzero(ninf):
+            acc.sketch.add(int(j), I_NEGINF, ninf[j:j + 1].astype(np.int64))
         return acc
 
 
