@@ -527,7 +527,7 @@ class Stat:
         (0.0, 0)
         """
         d = {k: getattr(self, k) for k in self.MOMENT_KEYS}
-        lq = self.log10_quantiles(quantiles) if len(quantiles) else []
+        lq: Any = self.log10_quantiles(quantiles) if len(quantiles) else []
         with np.errstate(over="ignore"):
             vq = np.clip(10.0 ** np.asarray(lq), self.min, self.max)
         for q, v in zip(quantiles, vq):
