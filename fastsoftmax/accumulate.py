@@ -376,20 +376,23 @@ def _from_dict(cls, d):
             raise ValueError(f"malformed summary: {where} has no {key!r}")
         return obj[key]
 
+    def shaped(a, what, shape):
+        if shape is None:
+            return a
+        if a.size != int(np.prod(shape)):
+            raise ValueError(f"malformed summary: {what} has {a.size} values, expected "
+                             f"{int(np.prod(shape))}")
+        return a.reshape(shape)
+
     def floats(v, what, shape=None):
         try:
             a = np.array([float(x) for x in np.asarray(v, dtype=object).ravel()],
                          dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"malformed summary: {what} must be numbers") from None
-        if shape is not None:
-            if a.size != int(np.prod(shape)):
-                raise ValueError(f"malformed summary: {what} has {a.size} values, expected "
-                                 f"{int(np.prod(shape))}")
-            a = a.reshape(shape)
-        return a
+        return shaped(a, what, shape)
 
-    def ints(v, what, shape=None, nonneg=True):
+    def ints(v, what, shape=None):
         try:
             a = np.asarray(v)
             if a.size and a.dtype.kind not in "iu":
@@ -397,14 +400,9 @@ def _from_dict(cls, d):
             a = a.astype(np.int64)
         except (TypeError, ValueError, OverflowError):
             raise ValueError(f"malformed summary: {what} must be integers") from None
-        if nonneg and a.size and a.min() < 0:
+        if a.size and a.min() < 0:
             raise ValueError(f"malformed summary: {what} must be >= 0")
-        if shape is not None:
-            if a.size != int(np.prod(shape)):
-                raise ValueError(f"malformed summary: {what} has {a.size} values, expected "
-                                 f"{int(np.prod(shape))}")
-            a = a.reshape(shape)
-        return a
+        return shaped(a, what, shape)
 
     sk = need(d, "sketch", "the accumulator")
     layout = need(sk, "layout", "sketch")
