@@ -44,6 +44,7 @@ def _rss(samples):
 
 @pytest.mark.skipif(not os.environ.get("BENCH_LONG"), reason="set BENCH_LONG=1 (minutes)")
 def test_peak_rss_does_not_grow_with_samples():
+    _rss(1e6)              # fill numba's cache first: compiling takes more memory than running
     small = _rss(1e8)
     big = _rss(1e10)
     print(f"\npeak RSS simulate(Gaussian(n=2)): 1e8 rows {small[1] / 2**20:.1f} MiB "
