@@ -1,0 +1,584 @@
+"""fastsoftmax.theory: quadrature against mpmath and closed forms, the gap law
+against an independent NumPy sample, the exact n = 2 laws and the saturation
+law against ``simulate`` (inside its domain within 4 binomial standard
+errors; outside it, the measured departure and its direction), the REM
+asymptotics, bad arguments, doctests."""
+import doctest
+import math
+import subprocess
+import sys
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import integrate, optimize, special, stats
+
+import fastsoftmax as fs
+from conftest import subprocess_env
+from fastsoftmax import theory
+from fastsoftmax.models import DotProduct, Gaussian, Shifted
+from fastsoftmax.theory import Law
+
+THR = (1e-3, 1e-6, 1e-9)
+
+
+def binom_se(p, rows):
+    return math.sqrt(max(p * (1.0 - p), 1.0 / rows) / rows)
+
+
+def sim(model, rows, seed=1, thresholds=THR, target="argmax"):
+    return fs.simulate(model, rows, seed=seed, thresholds=thresholds, target=target,
+                       dtype="float64", backend="cpu")
+
+
+# ----------------------------------------------------------------------------
+# quadrature against mpmath
+
+
+def mp_gap_sf(g, n, dps=30):
+    """The issue's form n int phi(x) Phi(x - g)^(n-1) dx at 30 digits: the
+    (log-concave) integrand scaled by its peak, located by bisection on the
+    derivative of its log, and breakpoints every two peak widths."""
+    with mpmath.workdps(dps):
+        g = mpmath.mpf(g)
+
+        def logf(x):
+            return -x * x / 2 + (n - 1) * mpmath.log(mpmath.ncdf(x - g))
+
+        lo, hi = -g - 60, mpmath.mpf(60)
+        for _ in range(120):
+            mid = (lo + hi) / 2
+            if -mid + (n - 1) * mpmath.npdf(mid - g) / mpmath.ncdf(mid - g) > 0:
+                lo = mid
+            else:
+                hi = mid
+        c = logf(lo)
+        h = 1 / mpmath.sqrt(-mpmath.diff(logf, lo, 2))
+        pts = [lo + k * h for k in range(-40, 41, 2)]
+        val = mpmath.quad(lambda x: mpmath.exp(logf(x) - c), pts)
+        return n * mpmath.exp(c) * val / mpmath.sqrt(2 * mpmath.pi)
+
+
+def mp_gap_cdf(g, n, dps=50):
+    """P(G_1 <= g) = n int phi(x) (Phi(x)^(n-1) - Phi(x-g)^(n-1)) dx at 50
+    digits (the difference cancels; the digits absorb it)."""
+    with mpmath.workdps(dps):
+        g = mpmath.mpf(g)
+        x0 = mpmath.sqrt(2 * mpmath.log(n))
+
+        def f(x):
+            return n * mpmath.npdf(x) * (mpmath.ncdf(x) ** (n - 1) - mpmath.ncdf(x - g) ** (n - 1))
+
+        return mpmath.quad(f, [x0 + k for k in range(-30, 31, 2)])
+
+
+@pytest.mark.parametrize("n", [2, 3, 64, 1024, 65536])
+def test_gap_sf_matches_mpmath(n):
+    g = np.array([0.05, 0.3, 1.0, 3.0, 8.0, 20.0])
+    ours = theory.gap_sf(g, n)
+    ref = np.array([float(mp_gap_sf(x, n)) for x in g])
+    assert ref[-1] < 1e-40   # the tails are part of the check
+    np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    # P(G > 0) = 1, and sf + cdf = 1 in the body
+    assert theory.gap_sf(0.0, n) == 1.0
+    np.testing.assert_allclose(theory.gap_cdf(g[:3], n) + ours[:3], 1.0, rtol=1e-14)
+
+
+@pytest.mark.parametrize("n", [2, 64, 65536])
+def test_gap_lower_tail_keeps_relative_accuracy(n):
+    g = np.array([1e-9, 1e-4, 0.05])
+    ref = np.array([float(mp_gap_cdf(x, n)) for x in g])
+    np.testing.assert_allclose(theory.gap_cdf(g, n), ref, rtol=1e-11)
+
+
+def test_gap_n2_closed_form():
+    """n = 2: G_1 = |z1 - z2| = |N(0, 2)|."""
+    g = np.array([1e-12, 1e-3, 0.5, 2.0, 8.0, 20.0, 30.0])
+    with mpmath.workdps(30):
+        sf = np.array([float(mpmath.erfc(mpmath.mpf(x) / 2)) for x in g])
+        cdf = np.array([float(mpmath.erf(mpmath.mpf(x) / 2)) for x in g])
+    np.testing.assert_allclose(theory.gap_sf(g, 2), sf, rtol=1e-13)
+    np.testing.assert_allclose(theory.gap_cdf(g, 2), cdf, rtol=1e-13)
+    q = np.array([1e-10, 0.1, 0.5, 0.9, 1 - 1e-12])
+    np.testing.assert_allclose(theory.gap_quantile(q, 2), 2 * special.erfinv(q), rtol=1e-11)
+
+
+def test_gap_quantile_inverts_the_cdf():
+    q = np.array([1e-8, 0.01, 0.3, 0.5, 0.7, 0.99, 1 - 1e-9])
+    for n in (3, 64, 16384):
+        g = theory.gap_quantile(q, n)
+        low = q <= 0.5
+        np.testing.assert_allclose(theory.gap_cdf(g[low], n), q[low], rtol=1e-11)
+        np.testing.assert_allclose(theory.gap_sf(g[~low], n), 1 - q[~low], rtol=1e-10)
+    assert theory.gap_quantile(0.0, 64) == 0.0 and theory.gap_quantile(1.0, 64) == np.inf
+
+
+def test_issue_anchor_median_gap():
+    """The issue: median(G_1) = 0.2821 for n = 64 by quadrature."""
+    assert round(float(theory.gap_median(64)), 4) == 0.2821
+    assert theory.gap_median(1) == np.inf      # one logit: no second one
+
+
+def mp_dot_sf(g, d, b, dps=30):
+    """Mixture n = 2 law: P(G > g) = E_c erfc(g / (2 b sqrt c)), c ~ chi^2(d),
+    integrated in w = ln c at 30 digits."""
+    with mpmath.workdps(dps):
+        d, g = mpmath.mpf(d), mpmath.mpf(g)
+        norm = -(d / 2) * mpmath.log(2) - mpmath.loggamma(d / 2)
+
+        def f(w):
+            z = g / (2 * b * mpmath.exp(w / 2))
+            return mpmath.exp(norm + d / 2 * w - mpmath.exp(w) / 2) * (
+                mpmath.erfc(z) if z < 1e8 else 0)
+
+        w0, s = mpmath.log(d), mpmath.sqrt(2 / d) + 1 / d
+        ks = (-400, -100, -40, -20, -10, -5, -2, 0, 2, 5, 10, 20, 40)
+        return mpmath.quad(f, [w0 + k * s for k in ks])
+
+
+@pytest.mark.parametrize("d_k,scaled", [(1, False), (3, True), (64, False), (4096, False)])
+def test_dotproduct_mixture_matches_mpmath(d_k, scaled):
+    b = 1 / math.sqrt(d_k) if scaled else 1.0
+    law = Law.dot_product(2, d_k, scaled)
+    typical = math.sqrt(d_k) * b
+    g = typical * np.array([0.1, 1.0, 5.0, 12.0])
+    ref = np.array([float(mp_dot_sf(x, d_k, b)) for x in g])
+    assert ref.min() > 1e-25
+    np.testing.assert_allclose(law.gap_sf(g), ref, rtol=1e-10)
+
+
+def test_dotproduct_d1_matches_product_of_normals():
+    """d_k = 1 unscaled, n = 2: x1 - x2 = z (k1 - k2), G = sqrt(2)|z z'|: an
+    independent form, P(G > g) = 2 int_0^inf phi(z) erfc(g / (2z)) dz."""
+    with mpmath.workdps(30):
+        for g in (0.1, 1.0, 5.0):
+            ref = mpmath.quad(lambda z: 2 * mpmath.npdf(z) * mpmath.erfc(g / (2 * z)),
+                              [0, 1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 40])
+            assert float(Law.dot_product(2, 1, False).gap_sf(g)) == pytest.approx(
+                float(ref), rel=1e-12)
+
+
+def test_order1_law_matches_nested_quadrature():
+    """The order-1 integral (module docstring) by scipy's adaptive quad."""
+    n, sigma, t = 64, 12.0, 1e-3
+    gam = float(theory._two_logit("jac_diag_max")[2](t))
+
+    def lam(y):
+        inner = integrate.quad(lambda u: math.log1p(math.exp(-sigma * u)) * stats.norm.pdf(y - u),
+                               0, np.inf, points=None, limit=200)[0]
+        return (n - 2) * inner / stats.norm.cdf(y)
+
+    def f(y):
+        return (n * (n - 1) * stats.norm.pdf(y) * stats.norm.cdf(y) ** (n - 2)
+                * stats.norm.sf(y + (gam + lam(y)) / sigma))
+
+    ref = integrate.quad(f, -6, 6, points=[0, 1, 2, 3], limit=200, epsrel=1e-10)[0]
+    ours = float(Law.gaussian(n, sigma).fraction_below("jac_diag_max", t))
+    assert ours == pytest.approx(ref, rel=1e-8)
+
+
+# ----------------------------------------------------------------------------
+# the gap law against an independent NumPy sample
+
+
+def numpy_gaps(n, rows, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(0, rows, 4096):
+        z = rng.standard_normal((min(4096, rows - k), n))
+        top = np.partition(z, n - 2, axis=1)[:, -2:]
+        out.append(top[:, 1] - top[:, 0])
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("n,rows", [(2, 40_000), (64, 40_000), (1024, 10_000)])
+def test_gap_law_against_numpy_sample(n, rows):
+    gaps = numpy_gaps(n, rows, seed=20240 + n)
+    # 1 - sf: the KS distance needs 1e-15 absolute accuracy, not the lower
+    # tail's relative one
+    assert stats.kstest(gaps, lambda g: 1 - theory.gap_sf(g, n)).pvalue > 1e-4
+    # the law's quantiles: counts below them are Binomial(rows, q)
+    q = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
+    frac = (gaps[:, None] < theory.gap_quantile(q, n)).mean(axis=0)
+    assert np.all(np.abs(frac - q) <= 4 * np.sqrt(q * (1 - q) / rows)), frac
+    # power: the law of n/2 logits is rejected by the same sample
+    if n > 2:
+        assert stats.kstest(gaps, lambda g: 1 - theory.gap_sf(g, n // 2)).pvalue < 1e-4
+
+
+def test_issue_anchor_numpy_median():
+    """The issue: a 200,000-row NumPy simulation gives 0.2820 at n = 64; the
+    sample median is within its order-statistic error of the law's."""
+    gaps = numpy_gaps(64, 200_000, seed=7)
+    lo, hi = np.quantile(gaps, [0.5 - 4 * math.sqrt(0.25 / 200_000),
+                                0.5 + 4 * math.sqrt(0.25 / 200_000)])
+    assert lo < theory.gap_median(64) < hi
+
+
+# ----------------------------------------------------------------------------
+# exact n = 2 laws against simulate
+
+
+def old_style_mean(f, sd):
+    """E f(D), D ~ N(0, sd^2), by adaptive quadrature over D (the form the
+    tests used before the laws moved into the library)."""
+    return integrate.quad(lambda d: f(d) * stats.norm.pdf(d, scale=sd), -60 * sd, 60 * sd,
+                          limit=400, points=[0.0])[0]
+
+
+def test_n2_mean_matches_adaptive_quadrature():
+    sigma = 1.7
+    sd = math.sqrt(2) * sigma
+    law = Law.gaussian(2, sigma)
+    pq = old_style_mean(lambda d: special.expit(d) * special.expit(-d), sd)
+    assert float(law.mean("jac_diag_max")) == pytest.approx(pq, rel=1e-12)
+    assert float(law.mean("max_prob")) == pytest.approx(
+        old_style_mean(lambda d: special.expit(abs(d)), sd), rel=1e-12)
+    assert float(law.mean("jac_fro")) == pytest.approx(2 * pq, rel=1e-12)
+    # a uniform label: E[1 - p_y] = 1/2, |p - e_y| = sqrt(2) (1 - p_y)
+    assert float(law.mean("ce_grad_target", "random")) == pytest.approx(0.5, rel=1e-13)
+    assert float(law.mean("ce_grad_norm", "random")) == pytest.approx(math.sqrt(0.5), rel=1e-13)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 2.0, 15.0])
+@pytest.mark.parametrize("target", ["argmax", "random"])
+def test_n2_laws_against_simulate(sigma, target):
+    rows = 40_000
+    thr = (0.01, 0.1, 0.3, 0.6, 0.9)
+    s = sim(Gaussian(n=2, scale=sigma), rows, seed=3, thresholds=thr, target=target)
+    law = Law.gaussian(2, sigma)
+    checked = 0
+    for name in fs.OBS_NAMES:
+        st = s[name]
+        assert abs(st.mean - float(law.mean(name, target))) <= 4 * st.sem, name
+        for t in thr:
+            p = float(law.fraction_below(name, t, target))
+            if 0.01 < p < 0.99:
+                checked += 1
+                assert abs(st.fraction_below(t) - p) <= 4 * binom_se(p, rows), (name, t)
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("d_k,scaled", [(1, False), (16, False), (64, True)])
+def test_n2_dotproduct_laws_against_simulate(d_k, scaled):
+    rows = 40_000
+    s = sim(DotProduct(n=2, d_k=d_k, scaled=scaled), rows, seed=2, thresholds=(0.01, 0.1))
+    law = Law.dot_product(2, d_k, scaled)
+    for name in ("jac_diag_max", "max_prob", "entropy", "ce_loss"):
+        assert abs(s[name].mean - float(law.mean(name))) <= 4 * s[name].sem, name
+        p = float(law.fraction_below(name, 0.1))
+        assert abs(s[name].fraction_below(0.1) - p) <= 4 * binom_se(p, rows), name
+
+
+def test_n2_median_against_simulate():
+    """Medians from the sketch (1% relative resolution) and the exact law."""
+    s = sim(Gaussian(n=2, scale=3.0), 40_000, seed=4)
+    law = Law.gaussian(2, 3.0)
+    for name in ("jac_diag_max", "max_prob", "entropy"):
+        # the order-statistic band of the median, in value
+        lo, hi = (law.quantile(name, 0.5 + k * 4 * math.sqrt(0.25 / 40_000)) for k in (-1, 1))
+        lo, hi = min(lo, hi), max(lo, hi)
+        assert 0.99 * lo <= s[name].quantile(0.5) <= 1.01 * hi, name
+
+
+# ----------------------------------------------------------------------------
+# the saturation law against simulate
+
+# (n, sigma, rows): sigma >= 5 sigma_c, the predicted fractions well inside (0, 1)
+IN_DOMAIN = [(64, 25.0, 400_000), (1024, 35.0, 40_000), (16384, 45.0, 4_000)]
+
+
+@pytest.mark.parametrize("n,sigma,rows", IN_DOMAIN)
+def test_saturation_law_in_its_domain(n, sigma, rows):
+    s = sim(Gaussian(n=n, scale=sigma), rows, seed=5)
+    law = Law.gaussian(n, sigma)
+    assert theory.freezing_scale(n) / sigma <= 0.125
+    for name in theory.SATURATING:
+        for t in THR:
+            p = float(law.fraction_below(name, t))
+            assert 0.05 < p < 0.95
+            mc = s[name].fraction_below(t)
+            assert abs(mc - p) <= 4 * binom_se(p, rows), (name, t, mc, p)
+            lo, hi = law.fraction_bounds(name, t)
+            assert lo - 4 * binom_se(p, rows) <= mc <= hi + 4 * binom_se(p, rows)
+
+
+def test_saturation_law_detects_a_wrong_n():
+    """The n = 64 check has the power to see the law of 48 or 96 logits."""
+    n, sigma, rows = IN_DOMAIN[0]
+    mc = sim(Gaussian(n=n, scale=sigma), rows, seed=5)["jac_diag_max"].fraction_below(1e-6)
+    for wrong in (48, 96):
+        p = float(Law.gaussian(wrong, sigma).fraction_below("jac_diag_max", 1e-6))
+        assert abs(mc - p) > 8 * binom_se(p, rows), wrong
+
+
+def test_saturation_law_random_target():
+    """A uniform label is the argmax with probability 1/n: 1/n of the law."""
+    n, sigma, rows = 64, 25.0, 400_000
+    s = sim(Gaussian(n=n, scale=sigma), rows, seed=6, target="random")
+    law = Law.gaussian(n, sigma)
+    for name in ("ce_grad_target", "ce_grad_norm", "ce_loss"):
+        p = float(law.fraction_below(name, 1e-3, target="random"))
+        assert p == pytest.approx(float(law.fraction_below(name, 1e-3)) / n, rel=1e-12)
+        assert abs(s[name].fraction_below(1e-3) - p) <= 4 * binom_se(p, rows), name
+
+
+def test_saturation_law_dotproduct_unscaled():
+    """The chi^2 mixture at n = 64 (sqrt(d_k) = 32 and 64)."""
+    rows = 200_000
+    for d_k in (1024, 4096):
+        s = sim(DotProduct(n=64, d_k=d_k, scaled=False), rows, seed=8)
+        law = theory.law(DotProduct(n=64, d_k=d_k, scaled=False))
+        for name in ("jac_diag_max", "jac_fro", "ce_grad_norm"):
+            for t in THR:
+                p = float(law.fraction_below(name, t))
+                assert 0.05 < p < 0.95
+                assert abs(s[name].fraction_below(t) - p) <= 4 * binom_se(p, rows), (d_k, name, t)
+
+
+def test_saturation_law_dotproduct_scaled_never_saturates():
+    s = sim(DotProduct(n=64, d_k=4096, scaled=True), 20_000, seed=9)
+    p = float(Law.dot_product(64, 4096, True).fraction_below("jac_diag_max", 1e-3))
+    assert p < 1e-12 and s["jac_diag_max"].fraction_below(1e-3) == 0.0
+
+
+@pytest.mark.parametrize("n,sigma,rows", [(64, 12.0, 400_000), (1024, 16.0, 40_000)])
+def test_two_logit_law_departure_near_the_domain_edge(n, sigma, rows):
+    """m = sigma_c / sigma ~ 0.24: order 1 holds; order 0 (the two-logit law)
+    measurably overestimates, by at most 1 - sin(pi m)/(pi m) relatively,
+    as the docstring states."""
+    s = sim(Gaussian(n=n, scale=sigma), rows, seed=10)
+    law = Law.gaussian(n, sigma)
+    m = float(theory.freezing_scale(n)) / sigma
+    bound = 1 - np.sinc(m)
+    for name in ("jac_diag_max", "one_minus_max_prob"):
+        mc = s[name].fraction_below(1e-3)
+        p0 = float(law.fraction_below(name, 1e-3, order=0))
+        p1 = float(law.fraction_below(name, 1e-3))
+        se = binom_se(mc, rows)
+        assert p0 - mc > 4 * se, "the departure of order 0 is measured"
+        assert p0 - mc <= bound * p0 + 4 * se
+        assert abs(p1 - mc) <= 0.02 * mc + 4 * se
+
+
+@pytest.mark.parametrize("n,sigma,rows", [(64, 6.0, 400_000), (1024, 8.0, 40_000)])
+def test_saturation_law_outside_its_domain(n, sigma, rows):
+    """sigma ~ 2 sigma_c: the other logits are not a small correction any
+    more.  The measured fraction lies between order 1 (10-20% low) and
+    order 0 (30-45% high), strictly, and inside the exact bounds."""
+    s = sim(Gaussian(n=n, scale=sigma), rows, seed=11)
+    law = Law.gaussian(n, sigma)
+    mc = s["jac_diag_max"].fraction_below(1e-3)
+    se = binom_se(mc, rows)
+    p0 = float(law.fraction_below("jac_diag_max", 1e-3, order=0))
+    p1 = float(law.fraction_below("jac_diag_max", 1e-3))
+    lo, hi = law.fraction_bounds("jac_diag_max", 1e-3)
+    assert p1 < mc - 4 * se and mc + 4 * se < p0
+    assert 0.05 < (mc - p1) / mc < 0.25
+    assert 0.2 < (p0 - mc) / p0 < 1 - np.sinc(float(theory.freezing_scale(n)) / sigma)
+    assert lo <= mc + 4 * se and mc - 4 * se <= hi
+
+
+# ----------------------------------------------------------------------------
+# critical scales
+
+
+def test_critical_scale_issue_anchor():
+    """sigma*(1e-6) = ln(1/t)/median(G_1) = 49.0 at leading order (n = 64)."""
+    s0 = float(theory.critical_scale(1e-6, 64, order=0))
+    gam = float(theory._two_logit("jac_diag_max")[2](1e-6))
+    assert s0 == pytest.approx(gam / float(theory.gap_median(64)), rel=1e-12)
+    assert round(s0, 1) == 49.0
+    assert gam == pytest.approx(math.log(1e6), abs=3e-6)
+    s1 = float(theory.critical_scale(1e-6, 64))
+    assert s0 < s1 < 1.01 * s0   # the other logits push sigma* up a little
+
+
+def test_critical_scale_against_simulate():
+    rows = 200_000
+    for n in (64, 1024):
+        sigma = float(theory.critical_scale(1e-6, n))
+        mc = sim(Gaussian(n=n, scale=sigma), rows if n == 64 else 20_000,
+                 seed=12)["jac_diag_max"].fraction_below(1e-6)
+        assert abs(mc - 0.5) <= 4 * binom_se(0.5, rows if n == 64 else 20_000), n
+    s = theory.critical_scale([1e-3, 1e-6], [[64], [1024]], fraction=0.3)
+    assert s.shape == (2, 2)
+    assert float(Law.gaussian(1024, s[1, 1]).fraction_below("jac_diag_max", 1e-6)) == \
+        pytest.approx(0.3, abs=1e-9)
+
+
+def test_critical_d_k_against_simulate():
+    d = float(theory.critical_d_k(1e-6, 64))
+    assert d == pytest.approx(float(theory.critical_scale(1e-6, 64)) ** 2, rel=0.01)
+    rows = 100_000
+    mc = sim(DotProduct(n=64, d_k=round(d), scaled=False), rows,
+             seed=13)["jac_diag_max"].fraction_below(1e-6)
+    assert abs(mc - 0.5) <= 4 * binom_se(0.5, rows)
+    with pytest.raises(ValueError, match="never saturate"):
+        theory.critical_d_k(1e-6, 64, scaled=True)
+
+
+# ----------------------------------------------------------------------------
+# random energy model
+
+
+def b_n(n):
+    return optimize.brentq(lambda b: n * stats.norm.pdf(b) - b, 0.5, 40.0)
+
+
+def test_rem_entropy_diffuse_phase():
+    """n = 1024, sigma = 1: ln n - sigma^2/2 plus the 1/n term of the delta
+    method; without it the departure is measured."""
+    rows = 20_000
+    st = sim(Gaussian(n=1024, scale=1.0), rows, seed=14)["entropy"]
+    with_c = float(theory.rem_entropy(1024, 1.0))
+    bare = float(theory.rem_entropy(1024, 1.0, correction=False))
+    assert bare == pytest.approx(math.log(1024) - 0.5, rel=1e-15)
+    assert abs(st.mean - with_c) <= 4 * st.sem + 3e-3
+    assert st.mean - bare > 4 * st.sem
+
+
+def test_rem_frozen_phase_against_simulate():
+    """n = 16384, sigma = 18 (m = b_n / sigma = 0.21): the stated accuracy."""
+    rows = 4_000
+    s = sim(Gaussian(n=16384, scale=18.0), rows, seed=15, thresholds=(0.5,))
+    h, p = s["entropy"], s["max_prob"]
+    assert abs(h.mean - float(theory.rem_entropy(16384, 18.0))) <= 0.1 * h.mean + 4 * h.sem
+    assert abs(p.mean - float(theory.rem_max_prob(16384, 18.0))) <= 0.01 * p.mean + 4 * p.sem
+    sf = float(theory.rem_max_prob_sf(0.5, 16384, 18.0))
+    assert abs((1 - s["max_prob"].fraction_below(0.5)) - sf) <= 0.01 + 4 * binom_se(sf, rows)
+
+
+@pytest.mark.parametrize("m", [0.25, 0.5])
+def test_poisson_dirichlet_formulas_against_numpy(m):
+    """PD(m) weights from an independent sample: Gamma_i^(-1/m) for the
+    arrival times Gamma_i of a unit Poisson process (K points, the rest of
+    the sum added as its mean)."""
+    rows, k = 5_000, 2_000
+    rng = np.random.default_rng(99)
+    x = rng.exponential(size=(rows, k)).cumsum(axis=1) ** (-1 / m)
+    rest = k ** (1 - 1 / m) / (1 / m - 1)
+    p = x / (x.sum(axis=1, keepdims=True) + rest)
+    n = 16384
+    scale = b_n(n) / m
+    ent = -(p * np.log(p)).sum(axis=1)
+    top = p[:, 0]
+    assert abs(ent.mean() - float(theory.rem_entropy(n, scale))) <= \
+        4 * ent.std() / math.sqrt(rows) + 0.01
+    assert abs(top.mean() - float(theory.rem_max_prob(n, scale))) <= \
+        4 * top.std() / math.sqrt(rows) + 1e-3
+    assert abs((p ** 2).sum(axis=1).mean() - (1 - m)) <= 0.02     # E sum p^2 = 1 - m
+    for v in (0.5, 0.8, 0.99):
+        sf = float(theory.rem_max_prob_sf(v, n, scale))
+        assert abs((top > v).mean() - sf) <= 4 * binom_se(sf, rows) + 1e-3, v
+
+
+def test_expected_max_stated_accuracy():
+    for n, err in ((64, 0.056), (1024, 0.019), (16384, 0.009)):
+        exact = integrate.quad(lambda x: x * n * stats.norm.pdf(x) * stats.norm.cdf(x) ** (n - 1),
+                               -12, 12, points=[0, 2, 4], limit=400)[0]
+        approx = float(theory.expected_max(n))
+        assert 0 < approx / exact - 1 < err, n
+    assert float(theory.expected_max(16384, 3.0)) == pytest.approx(
+        3 * float(theory.expected_max(16384)), rel=1e-15)
+
+
+# ----------------------------------------------------------------------------
+# models, broadcasting
+
+
+def test_law_of_models():
+    a = theory.law(Gaussian(n=64, scale=40.0, mean=3.0, temperature=2.0))
+    b = theory.law(Shifted(n=64, offset=1e6, spread=20.0))
+    c = Law.gaussian(64, 20.0)
+    for law in (a, b):
+        assert float(law.fraction_below("jac_fro", 1e-6)) == float(c.fraction_below("jac_fro",
+                                                                                    1e-6))
+    e = theory.law(DotProduct(n=64, d_k=256, scaled=False, method="explicit", temperature=4.0))
+    f = Law.dot_product(64, 256, False, 4.0)
+    assert float(e.gap_median()) == float(f.gap_median())
+    # T = 4 at d_k = 256 unscaled: scale sqrt(chi2(256)) / 4 ~ 4, not 16
+    assert 3.5 < float(e.gap_median()) / float(theory.gap_median(64)) < 4.5
+
+
+def test_broadcasting():
+    law = Law.gaussian([[64], [1024]], [10.0, 50.0])
+    t = np.array([1e-3, 1e-6])[:, None, None]
+    out = law.fraction_below("jac_diag_max", t)
+    assert out.shape == (2, 2, 2)
+    for i, tt in enumerate((1e-3, 1e-6)):
+        for j, n in enumerate((64, 1024)):
+            for k, sg in enumerate((10.0, 50.0)):
+                assert out[i, j, k] == pytest.approx(
+                    float(Law.gaussian(n, sg).fraction_below("jac_diag_max", tt)), rel=1e-12)
+    d = Law.dot_product(64, [16, 256], scaled=[[False], [True]])
+    assert d.gap_sf(1.0).shape == (2, 2)
+    assert theory.gap_sf(np.zeros((3, 1)), [2, 3]).shape == (3, 2)
+
+
+def test_degenerate_cases():
+    assert float(Law.gaussian(1, 5.0).fraction_below("jac_diag_max", 1e-9)) == 1.0
+    assert float(Law.gaussian(1, 5.0).mean("max_prob")) == 1.0
+    assert float(Law.gaussian(64, 0.0).gap_sf(0.0)) == 0.0     # all logits equal
+    assert float(Law.gaussian(64, 0.0).fraction_below("jac_diag_max", 1e-6)) == 0.0
+    assert float(Law.gaussian(64, 0.0).gap_median()) == 0.0
+    assert float(theory.critical_scale(1e-6, 1)) == 0.0
+
+
+# ----------------------------------------------------------------------------
+# bad arguments, packaging, doctests
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: theory.gap_sf(1.0, 0), "^n must"),
+    (lambda: theory.gap_sf(1.0, 2.5), "^n must"),
+    (lambda: theory.gap_sf(float("nan"), 2), "^g must"),
+    (lambda: Law.gaussian(64, -1.0), "^scale must"),
+    (lambda: Law.dot_product(64, 0), "^d_k must"),
+    (lambda: Law.dot_product(64, 16, temperature=0.0), "^temperature must"),
+    (lambda: Law.dot_product(64, 16, scaled="yes"), "^scaled must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 0.0), "^t must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1.5), "^t must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag", 1e-3), "^obs must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1e-3, "sampled"),
+     "^target must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1e-3, order=2), "^order must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("entropy", 0.5), "no saturation law"),
+    (lambda: Law.gaussian(64, 1.0).fraction_below("ce_grad_target", 0.7, "random"), "^t must"),
+    (lambda: Law.gaussian(64, 1.0).mean("max_prob"), "n <= 2"),
+    (lambda: Law.gaussian(64, 1.0).quantile("max_prob", 0.5), "no saturation law"),
+    (lambda: Law.gaussian(64, 1.0).gap_quantile(1.5), "^q must"),
+    (lambda: Law.gaussian(64, 1.0).fraction_bounds("entropy", 1e-3), "^obs must"),
+    (lambda: theory.critical_scale(1e-6, 64, fraction=1.0), "^fraction must"),
+    (lambda: theory.critical_scale(1e-6, 64, obs="max_prob"), "^obs must"),
+    (lambda: theory.law("gaussian"), "^model must"),
+    (lambda: theory.law(object()), "^model must"),
+    (lambda: theory.rem_entropy(64, -1.0), "^scale must"),
+])
+def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+NO_SCIPY = """
+import sys
+sys.modules["scipy"] = None          # as if SciPy were not installed
+import fastsoftmax
+assert "fastsoftmax.theory" not in sys.modules
+try:
+    import fastsoftmax.theory
+except ImportError as e:
+    print("ImportError", e)
+"""
+
+
+def test_fastsoftmax_imports_without_scipy():
+    out = subprocess.run([sys.executable, "-c", NO_SCIPY], capture_output=True, text=True,
+                         env=subprocess_env())
+    assert out.returncode == 0, out.stderr
+    assert "fastsoftmax[theory]" in out.stdout
+
+
+def test_doctests():
+    res = doctest.testmod(theory, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert res.attempted > 20 and res.failed == 0
