@@ -1,4 +1,4 @@
-"""Monte Carlo engine: closed forms (n = 2, by quadrature) within 4 standard
+"""Monte Carlo engine: closed forms (n = 2, fastsoftmax.theory) within 4 standard
 errors, exact vs explicit DotProduct, offset invariance, determinism across
 threads / chunking, parameter validation before any work."""
 import json
@@ -7,35 +7,13 @@ import subprocess
 import sys
 
 import pytest
-from scipy import integrate, stats
-from scipy.special import expit
 
 import fastsoftmax as fs
 from conftest import subprocess_env
 from fastsoftmax.models import DotProduct, Gaussian, Shifted
+from fastsoftmax.theory import Law
 
 N_MC = 40_000
-
-
-def gauss_expect(f, sd):
-    """E f(D), D ~ N(0, sd^2), by quadrature."""
-    val, _ = integrate.quad(lambda d: f(d) * stats.norm.pdf(d, scale=sd), -60 * sd, 60 * sd,
-                            limit=400, points=[0.0])
-    return val
-
-
-def jdiag(d):
-    return expit(d) * expit(-d)
-
-
-def maxp(d):
-    return expit(abs(d))
-
-
-def ent(d):
-    p = expit(abs(d))
-    q = expit(-abs(d))
-    return -(p * math.log(p) + (q * math.log(q) if q > 0 else 0.0))
 
 
 def within(stat, expected, k=4.0):
@@ -44,11 +22,12 @@ def within(stat, expected, k=4.0):
 
 @pytest.mark.parametrize("sigma", [0.3, 2.0, 15.0])
 def test_gaussian_n2_closed_forms(sigma):
+    """n = 2: every observable is a function of the gap |x1 - x2| ~ |N(0, 2 sigma^2)|
+    (fastsoftmax.theory; tests/test_theory.py checks those laws)."""
     s = fs.simulate(Gaussian(n=2, scale=sigma), N_MC, seed=1, dtype="float64", backend="cpu")
-    sd = math.sqrt(2) * sigma
-    within(s["jac_diag_max"], gauss_expect(jdiag, sd))
-    within(s["max_prob"], gauss_expect(maxp, sd))
-    within(s["entropy"], gauss_expect(ent, sd))
+    law = Law.gaussian(2, sigma)
+    for name in ("jac_diag_max", "max_prob", "entropy"):
+        within(s[name], float(law.mean(name)))
     # softmax of two logits is a sigmoid of the gap: jac_offdiag_max == jac_diag_max
     assert s["jac_offdiag_max"].mean == pytest.approx(s["jac_diag_max"].mean, rel=1e-12)
 
@@ -63,18 +42,11 @@ def test_temperature_divides_logits():
 @pytest.mark.parametrize("d_k,scaled", [(1, False), (3, True), (16, False), (64, True)])
 def test_dotproduct_n2_closed_form(d_k, scaled):
     """D | c ~ N(0, 2 c b^2), c = |q|^2 ~ chi^2(d_k), b = 1/sqrt(d_k) if scaled."""
-    b = 1 / math.sqrt(d_k) if scaled else 1.0
-    chi = stats.chi2(d_k)
-    lo, hi = chi.ppf(1e-12), chi.ppf(1 - 1e-12)
-
-    def outer(f):
-        return integrate.quad(lambda c: chi.pdf(c) * gauss_expect(f, math.sqrt(2 * c) * b),
-                              lo, hi, limit=200)[0]
-
     s = fs.simulate(DotProduct(n=2, d_k=d_k, scaled=scaled), N_MC, seed=2, dtype="float64",
                     backend="cpu")
-    within(s["jac_diag_max"], outer(jdiag))
-    within(s["max_prob"], outer(maxp))
+    law = Law.dot_product(2, d_k, scaled)
+    within(s["jac_diag_max"], float(law.mean("jac_diag_max")))
+    within(s["max_prob"], float(law.mean("max_prob")))
 
 
 @pytest.mark.parametrize("n", [2, 5, 64])
@@ -89,7 +61,7 @@ def test_sampled_target_n2():
     sigma = 1.5
     s = fs.simulate(Gaussian(n=2, scale=sigma), N_MC, seed=5, target="sampled",
                     dtype="float64", backend="cpu")
-    within(s["ce_grad_target"], 2 * gauss_expect(jdiag, math.sqrt(2) * sigma))
+    within(s["ce_grad_target"], 2 * float(Law.gaussian(2, sigma).mean("jac_diag_max")))
 
 
 def test_fixed_int_target():
