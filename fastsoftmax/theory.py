@@ -125,6 +125,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 try:
     from scipy import special as _sp
@@ -428,7 +429,8 @@ def _gamma_pq(t):
     alpha / (1 + alpha)^2 = t, alpha = 2t / (1 - 2t + sqrt(1 - 4t)) (no
     cancellation); every row has p q <= 1/4."""
     tc = np.minimum(t, 0.25)
-    return np.maximum(np.log((1.0 - 2.0 * tc + np.sqrt(1.0 - 4.0 * tc)) / (2.0 * tc)), 0.0)
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log((1.0 - 2.0 * tc + np.sqrt(1.0 - 4.0 * tc)) / (2.0 * tc)), 0.0)
 
 
 def _gamma_logit(t):
@@ -451,6 +453,13 @@ def _gamma_entropy(t):
     return np.where(t >= math.log(2.0), 0.0, g)
 
 
+def _log_expm1(t):
+    """ln(e^t - 1), t > 0, without overflow: ln(1 + e^-g) = t <=> g = -this."""
+    big = t > 30.0
+    return np.where(big, t + np.log1p(-np.exp(-np.where(big, t, 30.0))),
+                    np.log(np.expm1(np.where(big, 30.0, t))))
+
+
 _SQRT2 = math.sqrt(2.0)
 
 _TWO_LOGIT = {
@@ -462,12 +471,12 @@ _TWO_LOGIT = {
     ("jac_fro", "top"): (lambda g: 2.0 * _q(g) * _sp.expit(g), False,
                          lambda t: _gamma_pq(0.5 * t)),
     ("ce_loss", "top"): (lambda g: np.log1p(np.exp(-g)), False,
-                         lambda t: np.maximum(-np.log(np.expm1(t)), 0.0)),
+                         lambda t: np.maximum(-_log_expm1(t), 0.0)),
     ("ce_grad_norm", "top"): (lambda g: _SQRT2 * _q(g), False,
                               lambda t: _gamma_q(t / _SQRT2)),
     ("ce_grad_target", "top"): (_q, False, _gamma_q),
     ("ce_loss", "other"): (lambda g: g + np.log1p(np.exp(-g)), True,
-                           lambda t: np.maximum(np.log(np.expm1(t)), 0.0)),
+                           lambda t: np.maximum(_log_expm1(t), 0.0)),
     ("ce_grad_norm", "other"): (lambda g: _SQRT2 * _sp.expit(g), True,
                                 lambda t: _gamma_logit(t / _SQRT2)),
     ("ce_grad_target", "other"): (lambda g: _sp.expit(g), True, _gamma_logit),
@@ -507,19 +516,25 @@ _NEIGHBOUR = {
 
 def _log_neighbour_mean(y, sigma, hs):
     """log E[h(exp(-sigma (y - z))) | z < y], z ~ N(0, 1), by Gauss-Legendre
-    in u = y - z on [0, 2/sigma], [2/sigma, 40/sigma] (where h(e^-sigma u)
-    lives) and up to max(y, 0) + 12 (where phi(y - u) lives), in logs:
-    h(e^-v) = e^-v hs(e^-v)."""
+    in u = y - z on panels cut at 1/(1 + |y|) (the scale of phi(y - u) / Phi(y)
+    near u = 0 when y << 0), 2/sigma and 40/sigma (where h(e^-sigma u) lives)
+    and max(y, 0) + 12 (where phi(y - u) lives), in logs: h(e^-v) =
+    e^-v hs(e^-v).  As s <= 1 and h increases, the mean is <= h(1) =
+    hs(1): the clip only guards against a quadrature far outside the
+    integrand's support."""
     top = np.maximum(y, 0.0) + 12.0
-    b1 = np.minimum(2.0 / sigma, top)
-    b2 = np.minimum(40.0 / sigma, top)
-    parts = [_panels(a[..., None], b[..., None], npan=1, order=24)
-             for a, b in ((np.zeros_like(y), b1), (b1, b2), (b2, top))]
+    cuts = np.minimum(np.stack([1.0 / (1.0 + np.abs(y)), 2.0 / sigma, 40.0 / sigma], -1),
+                      top[..., None])
+    edges = np.concatenate([np.zeros_like(top)[..., None], np.sort(cuts, axis=-1),
+                            top[..., None]], -1)
+    parts = [_panels(edges[..., k:k + 1], edges[..., k + 1:k + 2], npan=1, order=24)
+             for k in range(edges.shape[-1] - 1)]
     u = np.concatenate([p[0] for p in parts], -1)
     w = np.concatenate([p[1] for p in parts], -1)
     v = sigma[..., None] * u
     logh = -v + np.log(hs(np.exp(-np.minimum(v, 700.0))))
-    return _logsum(logh + _log_phi(y[..., None] - u), w) - _sp.log_ndtr(y)
+    out = _logsum(logh + _log_phi(y[..., None] - u), w) - _sp.log_ndtr(y)
+    return np.minimum(out, np.log(hs(1.0)))
 
 
 def _log_sat1(gam, sigma, n, hs):
@@ -531,7 +546,8 @@ def _log_sat1(gam, sigma, n, hs):
     out = _log_gap_sf1(g1, n)
     if hs is None:
         return out.reshape(shape)
-    live = np.flatnonzero((n > 2) & (gam > 0) & (sigma > 0))
+    # where order 0 is already 0 (g1 >= _HUGE), order 1 <= order 0 is too
+    live = np.flatnonzero((n > 2) & (gam > 0) & (sigma > 0) & (g1 < _HUGE))
     for k in range(0, live.size, _CHUNK):
         idx = live[k:k + _CHUNK]
         ga, si, nn = gam[idx, None], sigma[idx, None], n[idx, None]
@@ -577,7 +593,7 @@ class Law:
     # construction -----------------------------------------------------------
 
     @classmethod
-    def gaussian(cls, n, scale=1.0) -> "Law":
+    def gaussian(cls, n: ArrayLike, scale: ArrayLike = 1.0) -> "Law":
         """Law of n i.i.d. N(0, scale^2) logits.
 
         Parameters
@@ -605,7 +621,8 @@ class Law:
         return _GaussianLaw(_check_n(n), scale=_check_scale("scale", scale))
 
     @classmethod
-    def dot_product(cls, n, d_k, scaled=True, temperature=1.0) -> "Law":
+    def dot_product(cls, n: ArrayLike, d_k: ArrayLike, scaled: ArrayLike = True,
+                    temperature: ArrayLike = 1.0) -> "Law":
         """Law of x_j = q.k_j (/ sqrt(d_k) if scaled) / temperature, q, k_j
         ~ N(0, I_{d_k}).
 
@@ -655,7 +672,7 @@ class Law:
 
     # the top-two gap ---------------------------------------------------------
 
-    def gap_sf(self, g) -> np.ndarray:
+    def gap_sf(self, g: ArrayLike) -> np.ndarray:
         """P(G > g): survival function of the top-two gap G = m1 - m2 (logit
         units).
 
@@ -680,7 +697,7 @@ class Law:
         g = _real_array("g", g)
         return np.exp(self._mix(lambda s, n, g: _log_gap_sf1(_per_scale(g, s), n), g))
 
-    def gap_cdf(self, g) -> np.ndarray:
+    def gap_cdf(self, g: ArrayLike) -> np.ndarray:
         """P(G <= g), the lower tail integrated from the density (relative
         accuracy for small g, never 1 - sf).
 
@@ -701,7 +718,7 @@ class Law:
         g = _real_array("g", g)
         return np.exp(self._mix(lambda s, n, g: _log_gap_cdf1(_per_scale(g, s), n), g))
 
-    def gap_quantile(self, q) -> np.ndarray:
+    def gap_quantile(self, q: ArrayLike) -> np.ndarray:
         """The q-quantile of G: the g with P(G <= g) = q.
 
         Parameters
@@ -773,7 +790,8 @@ class Law:
 
     # observables -------------------------------------------------------------
 
-    def fraction_below(self, obs: str, t, target: str = "argmax", order: int = 1) -> np.ndarray:
+    def fraction_below(self, obs: str, t: ArrayLike, target: str = "argmax",
+                       order: int = 1) -> np.ndarray:
         r"""P(obs < t): the fraction of rows whose observable is below t.
 
         Exact for n <= 2 (every observable, targets "argmax" and "random").
@@ -879,7 +897,8 @@ class Law:
                                  f"(the law counts only the rows labelled by their argmax)")
         return a
 
-    def fraction_bounds(self, obs: str, t, target: str = "argmax"):
+    def fraction_bounds(self, obs: str, t: ArrayLike,
+                        target: str = "argmax") -> tuple[np.ndarray, np.ndarray]:
         r"""Exact bounds lo <= P(obs < t) <= hi for a saturating observable,
         any n, from the gap law alone.
 
@@ -1001,13 +1020,17 @@ class Law:
             raise ValueError("mean is exact for n <= 2 only (for n > 2 see fraction_below, "
                              "quantile, rem_entropy, rem_max_prob)")
         branches = ["top"] + (["other"] if target == "random" and obs in _TARGETED else [])
-        vals = [self._mix(lambda s, n: _mean2(_two_logit(obs, b)[0], s, n), log=False)
+        # n = 1 has no other class: its value there (infinite for ce_loss) is
+        # not used, so it is evaluated as n = 2
+        vals = [self._mix(lambda s, n: _mean2(_two_logit(obs, b)[0], s,
+                                              n if b == "top" else np.maximum(n, 2)), log=False)
                 for b in branches]
         if len(vals) == 1:
             return vals[0]
         return np.where(self.n == 1, vals[0], 0.5 * (vals[0] + vals[1]))
 
-    def quantile(self, obs: str, q, target: str = "argmax", order: int = 1) -> np.ndarray:
+    def quantile(self, obs: str, q: ArrayLike, target: str = "argmax",
+                 order: int = 1) -> np.ndarray:
         """The q-quantile of obs: the t with ``fraction_below(obs, t) = q``.
 
         Parameters
@@ -1056,7 +1079,9 @@ class Law:
 
         x = _solve(fun, np.full(qf.shape, -690.0), np.full(qf.shape, hi))
         ok = (fun(np.full(qf.shape, hi)) >= 0) & (fun(np.full(qf.shape, -690.0)) <= 0)
-        return np.where(ok, np.exp(x), np.nan).reshape(shape)
+        # n = 1: one class, the observable is the constant f(G = inf)
+        one = np.broadcast_to(self.n, shape).reshape(-1) == 1
+        return np.where(one, f(np.inf), np.where(ok, np.exp(x), np.nan)).reshape(shape)
 
     def median(self, obs: str, target: str = "argmax", order: int = 1) -> np.ndarray:
         """The median of obs (``quantile(obs, 0.5, ...)``).
@@ -1082,7 +1107,7 @@ class Law:
 
 def _per_scale(g, s):
     """g / s in the standard gap's units (s = 0: every gap is 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(s > 0, g / s, np.where(g >= 0, np.inf, -np.inf))
 
 
@@ -1162,7 +1187,7 @@ class _DotLaw(Law):
         return self._coef() * np.sqrt(_sp.gammainccinv(0.5 * d, 1e-40) * 2.0)
 
 
-def law(model) -> Law:
+def law(model: object) -> Law:
     """The :class:`Law` of a :mod:`fastsoftmax.models` object.
 
     Parameters
@@ -1204,7 +1229,7 @@ def law(model) -> Law:
 # the standard gap, module level
 
 
-def gap_sf(g, n) -> np.ndarray:
+def gap_sf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
     """P(G_1 > g) for the gap G_1 between the two largest of n i.i.d. N(0, 1).
 
     Parameters
@@ -1232,7 +1257,7 @@ def gap_sf(g, n) -> np.ndarray:
     return Law.gaussian(n).gap_sf(g)
 
 
-def gap_cdf(g, n) -> np.ndarray:
+def gap_cdf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
     """P(G_1 <= g), the lower tail with relative accuracy (see
     :meth:`Law.gap_cdf`).
 
@@ -1254,7 +1279,7 @@ def gap_cdf(g, n) -> np.ndarray:
     return Law.gaussian(n).gap_cdf(g)
 
 
-def gap_quantile(q, n) -> np.ndarray:
+def gap_quantile(q: ArrayLike, n: ArrayLike) -> np.ndarray:
     """The q-quantile of G_1 (see :meth:`Law.gap_quantile`).
 
     Parameters
@@ -1275,7 +1300,7 @@ def gap_quantile(q, n) -> np.ndarray:
     return Law.gaussian(n).gap_quantile(q)
 
 
-def gap_median(n) -> np.ndarray:
+def gap_median(n: ArrayLike) -> np.ndarray:
     """The median of G_1.
 
     Parameters
@@ -1313,8 +1338,8 @@ def _bracket_up(f, x0, step=math.log(2.0), tries=60):
     return hi
 
 
-def critical_scale(t, n, obs: str = "jac_diag_max", order: int = 1,
-                   fraction: float = 0.5) -> np.ndarray:
+def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order: int = 1,
+                   fraction: ArrayLike = 0.5) -> np.ndarray:
     r"""sigma*(t): the Gaussian logit scale at which a ``fraction`` of the
     rows (the median, by default) has obs < t.
 
@@ -1386,8 +1411,9 @@ def critical_scale(t, n, obs: str = "jac_diag_max", order: int = 1,
     return out.reshape(shape)
 
 
-def critical_d_k(t, n, obs: str = "jac_diag_max", temperature=1.0, scaled: bool = False,
-                 order: int = 1, fraction: float = 0.5) -> np.ndarray:
+def critical_d_k(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max",
+                 temperature: ArrayLike = 1.0, scaled: bool = False, order: int = 1,
+                 fraction: ArrayLike = 0.5) -> np.ndarray:
     r"""d_k*(t): the key dimension at which a ``fraction`` of the rows (the
     median, by default) of an unscaled DotProduct has obs < t.
 
@@ -1473,7 +1499,7 @@ def _b_n(n):
     return b
 
 
-def freezing_scale(n) -> np.ndarray:
+def freezing_scale(n: ArrayLike) -> np.ndarray:
     r"""sigma_c = sqrt(2 ln n): the random energy model's freezing scale.
 
     Parameters
@@ -1516,7 +1542,7 @@ def _rem_index(n, scale):
         return np.where(n > 1, _b_n(np.maximum(n, 2.0)), 0.0) / scale
 
 
-def rem_entropy(n, scale, correction: bool = True) -> np.ndarray:
+def rem_entropy(n: ArrayLike, scale: ArrayLike, correction: bool = True) -> np.ndarray:
     r"""Mean softmax entropy of n i.i.d. N(0, scale^2) logits at large n.
 
     Parameters
@@ -1585,7 +1611,7 @@ def _pd_top_mean(m):
     return np.sum(w / (1.0 + psi), axis=-1)
 
 
-def rem_max_prob(n, scale) -> np.ndarray:
+def rem_max_prob(n: ArrayLike, scale: ArrayLike) -> np.ndarray:
     r"""Mean largest softmax probability of n i.i.d. N(0, scale^2) logits at
     large n.
 
@@ -1634,7 +1660,7 @@ def rem_max_prob(n, scale) -> np.ndarray:
     return np.where(n == 1, 1.0, np.where(m < 1.0, frozen, np.minimum(diffuse, 1.0)))
 
 
-def rem_max_prob_sf(v, n, scale) -> np.ndarray:
+def rem_max_prob_sf(v: ArrayLike, n: ArrayLike, scale: ArrayLike) -> np.ndarray:
     r"""P(max_prob > v) for n i.i.d. N(0, scale^2) logits at large n.
 
     Parameters
@@ -1691,7 +1717,7 @@ def rem_max_prob_sf(v, n, scale) -> np.ndarray:
     return np.where(n == 1, np.where(v < 1.0, 1.0, 0.0), np.where(m < 1.0, frozen, diffuse))
 
 
-def expected_max(n, scale=1.0) -> np.ndarray:
+def expected_max(n: ArrayLike, scale: ArrayLike = 1.0) -> np.ndarray:
     r"""E[max logit] of n i.i.d. N(0, scale^2) logits, asymptotically.
 
     Parameters

@@ -303,6 +303,25 @@ def test_saturation_law_in_its_domain(n, sigma, rows):
             assert lo - 4 * binom_se(p, rows) <= mc <= hi + 4 * binom_se(p, rows)
 
 
+def test_saturation_quantiles():
+    """Order-1 quantiles invert the law, and match the sketch's median."""
+    n, sigma, rows = 64, 49.0, 200_000
+    law = Law.gaussian(n, sigma)
+    q = np.array([0.2, 0.5, 0.7])
+    t = law.quantile("jac_diag_max", q)
+    np.testing.assert_allclose(law.fraction_below("jac_diag_max", t), q, atol=1e-10)
+    t0 = law.quantile("jac_diag_max", q, order=0)
+    np.testing.assert_allclose(law.fraction_below("jac_diag_max", t0, order=0), q, atol=1e-10)
+    s = sim(Gaussian(n=n, scale=sigma), rows, seed=16)
+    d = 4 * math.sqrt(0.25 / rows)
+    lo, hi = law.quantile("jac_diag_max", [0.5 - d, 0.5 + d])
+    assert 0.99 * lo <= s["jac_diag_max"].quantile(0.5) <= 1.01 * hi
+    # n = 2, target "random": a two-branch mixture, solved numerically
+    two = Law.gaussian(2, 3.0)
+    tq = two.quantile("ce_loss", 0.75, target="random")
+    assert float(two.fraction_below("ce_loss", tq, target="random")) == pytest.approx(0.75)
+
+
 def test_saturation_law_detects_a_wrong_n():
     """The n = 64 check has the power to see the law of 48 or 96 logits."""
     n, sigma, rows = IN_DOMAIN[0]
