@@ -24,7 +24,7 @@ from .api import log_softmax, observables, simulate, softmax, summarize
 from .summary import ApproximationWarning, Stat, Summary
 
 __all__ = ["OBS_NAMES", "ApproximationWarning", "Stat", "Summary", "log_softmax", "models",
-           "observables", "simulate", "softmax", "summarize", "sweep", "verify",
+           "observables", "simulate", "softmax", "summarize", "sweep", "theory", "verify",
            "__version__"]
 
 # submodules imported on first attribute access (PEP 562): they pull in

@@ -25,7 +25,7 @@ Models
 temperature)`` are Gaussian laws of logit scale s = scale / T (softmax is
 shift invariant, so ``mean`` and ``offset`` drop out); ``DotProduct(n, d_k,
 scaled, temperature)`` is, given the query, Gaussian of scale
-s = b sqrt(c) / T with c = |q|^2 ~ chi^2(d_k) and b = 1/sqrt(d_k) if scaled
+s = b sqrt(c) / T with c = ``|q|^2`` ~ chi^2(d_k) and b = 1/sqrt(d_k) if scaled
 else 1, so its laws are one-dimensional chi^2 mixtures of the Gaussian ones
 (the kernels' ``method="exact"`` uses the same fact).  Every function is
 vectorised over its arguments and the law's parameters by NumPy broadcasting.
@@ -140,7 +140,9 @@ __all__ = ["Law", "law", "gap_sf", "gap_cdf", "gap_quantile", "gap_median",
            "critical_scale", "critical_d_k", "freezing_scale", "rem_entropy",
            "rem_max_prob", "rem_max_prob_sf", "expected_max", "SATURATING"]
 
-# observables with a saturation law (their small values mean a saturated row)
+#: The observables with a saturation law (a small value means a saturated row):
+#: :meth:`Law.fraction_below` covers them at any n, with bounds from
+#: :meth:`Law.fraction_bounds`.
 SATURATING = ("one_minus_max_prob", "jac_diag_max", "jac_offdiag_max", "jac_fro",
               "ce_loss", "ce_grad_norm", "ce_grad_target")
 # the ones whose value depends on the target class
@@ -165,7 +167,7 @@ _CHUNK = 256
 # argument checks
 
 
-def _real_array(name, v):
+def _real_array(name: str, v: ArrayLike) -> np.ndarray:
     try:
         a = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
@@ -175,54 +177,54 @@ def _real_array(name, v):
     return a
 
 
-def _check_n(n):
+def _check_n(n: ArrayLike) -> np.ndarray:
     a = _real_array("n", n)
     if (a < 1).any() or (a != np.floor(a)).any() or np.isinf(a).any():
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     return a
 
 
-def _check_scale(name, v):
+def _check_scale(name: str, v: ArrayLike) -> np.ndarray:
     a = _real_array(name, v)
     if (a < 0).any() or np.isinf(a).any():
         raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
     return a
 
 
-def _check_positive(name, v):
+def _check_positive(name: str, v: ArrayLike) -> np.ndarray:
     a = _real_array(name, v)
     if not (a > 0).all() or np.isinf(a).any():
         raise ValueError(f"{name} must be finite and > 0, got {v!r}")
     return a
 
 
-def _check_t(t, name="t"):
+def _check_t(t: ArrayLike, name: str = "t") -> np.ndarray:
     a = _real_array(name, t)
     if not ((a > 0) & (a <= 1)).all():
         raise ValueError(f"{name} must lie in (0, 1], got {t!r}")
     return a
 
 
-def _check_prob(name, q):
+def _check_prob(name: str, q: ArrayLike) -> np.ndarray:
     a = _real_array(name, q)
     if not ((a >= 0) & (a <= 1)).all():
         raise ValueError(f"{name} must lie in [0, 1], got {q!r}")
     return a
 
 
-def _check_obs(obs, allowed=OBS_NAMES):
+def _check_obs(obs: str, allowed: tuple[str, ...] = OBS_NAMES) -> str:
     if obs not in allowed:
         raise ValueError(f"obs must be one of {', '.join(allowed)}; got {obs!r}")
     return obs
 
 
-def _check_target(target):
+def _check_target(target: str) -> str:
     if target not in _TARGETS:
         raise ValueError(f"target must be 'argmax' or 'random', got {target!r}")
     return target
 
 
-def _check_order(order):
+def _check_order(order: int) -> int:
     if order not in (0, 1):
         raise ValueError(f"order must be 0 or 1, got {order!r}")
     return order
@@ -232,7 +234,7 @@ def _check_order(order):
 # quadrature primitives.  Arrays carry the parameters' broadcast shape S plus
 # a trailing axis: of length 1 while a peak is located, of the nodes after.
 
-_GL = {}
+_GL: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _gauss_legendre(k):
@@ -358,7 +360,7 @@ def _m2_nodes(ell, dell, g, n):
                        lo, np.full_like(lo, 40.0))
 
 
-def _flat(*arrays):
+def _flat(*arrays: ArrayLike) -> tuple[tuple[int, ...], list[np.ndarray]]:
     arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
     return arrays[0].shape, [a.reshape(-1) for a in arrays]
 
@@ -571,11 +573,19 @@ class Law:
     a frozen :mod:`scipy.stats` distribution).
 
     A Gaussian law has n i.i.d. N(0, scale^2) logits; a dot-product law has,
-    given |q|^2 = c ~ chi^2(d_k), n i.i.d. N(0, s^2) logits with
+    given ``|q|^2`` = c ~ chi^2(d_k), n i.i.d. N(0, s^2) logits with
     s = b sqrt(c) / temperature, b = 1/sqrt(d_k) if scaled else 1.  Every
     method of a dot-product law is the chi^2 mixture of the Gaussian one
     (Gauss-Legendre in ln c around the mode of its log-concave density, cut
     where it has dropped by e^-120, weights normalised).
+
+    Parameters
+    ----------
+    n : ndarray
+        Number of logits per row (validated by the constructors).
+    **params : ndarray
+        The law's parameter arrays: ``scale`` (Gaussian), or ``d_k``,
+        ``scaled`` and ``temperature`` (dot product).
 
     Attributes
     ----------
@@ -584,9 +594,23 @@ class Law:
     params : dict
         The parameter arrays (``scale``, or ``d_k``, ``scaled``,
         ``temperature``).
+
+    See Also
+    --------
+    law : The law of a model object.
+
+    Examples
+    --------
+    >>> from fastsoftmax import models, theory
+    >>> g = theory.law(models.Gaussian(n=64, scale=49.0))
+    >>> print(f"{float(g.fraction_below('jac_diag_max', 1e-6)):.4f}")
+    0.4983
+    >>> d = theory.Law.dot_product([64, 1024], 4096, scaled=False)
+    >>> print(d.gap_median().round(1))
+    [18.1 13.3]
     """
 
-    def __init__(self, n, **params):
+    def __init__(self, n: np.ndarray, **params: np.ndarray) -> None:
         self.n = n
         self.params = params
 
@@ -606,6 +630,7 @@ class Law:
         Returns
         -------
         Law
+            Broadcast over n and scale.
 
         Raises
         ------
@@ -623,8 +648,12 @@ class Law:
     @classmethod
     def dot_product(cls, n: ArrayLike, d_k: ArrayLike, scaled: ArrayLike = True,
                     temperature: ArrayLike = 1.0) -> "Law":
-        """Law of x_j = q.k_j (/ sqrt(d_k) if scaled) / temperature, q, k_j
-        ~ N(0, I_{d_k}).
+        """Law of dot-product logits q.k_j, scaled or not, over a temperature.
+
+        The logits are x_j = q.k_j (/ sqrt(d_k) if scaled) / temperature
+        with q, k_j ~ N(0, I_{d_k}) independent: given c = ``|q|^2`` ~
+        chi^2(d_k) they are i.i.d. N(0, b^2 c / temperature^2), so every
+        law is a chi^2 mixture of a Gaussian one.
 
         Parameters
         ----------
@@ -635,11 +664,14 @@ class Law:
             real degrees of freedom), which is what :func:`critical_d_k`
             solves over.
         scaled : array_like of bool
+            Divide the dot products by sqrt(d_k) (True) or not.
         temperature : array_like of float, > 0
+            The softmax temperature (the logits are divided by it).
 
         Returns
         -------
         Law
+            Broadcast over the parameters' arrays.
 
         Raises
         ------
@@ -673,12 +705,14 @@ class Law:
     # the top-two gap ---------------------------------------------------------
 
     def gap_sf(self, g: ArrayLike) -> np.ndarray:
-        """P(G > g): survival function of the top-two gap G = m1 - m2 (logit
-        units).
+        """P(G > g), the survival function of the top-two gap G = m1 - m2.
+
+        G is in logit units (the standard gap times the logit scale).
 
         Parameters
         ----------
         g : array_like of float
+            The gap, in logit units.
 
         Returns
         -------
@@ -698,16 +732,20 @@ class Law:
         return np.exp(self._mix(lambda s, n, g: _log_gap_sf1(_per_scale(g, s), n), g))
 
     def gap_cdf(self, g: ArrayLike) -> np.ndarray:
-        """P(G <= g), the lower tail integrated from the density (relative
-        accuracy for small g, never 1 - sf).
+        """P(G <= g), the lower tail of the top-two gap.
+
+        Integrated from the density, never taken as 1 - sf, so that it keeps
+        its relative accuracy for small g.
 
         Parameters
         ----------
         g : array_like of float
+            The gap, in logit units.
 
         Returns
         -------
         ndarray
+            Broadcast over g and the law's parameters; 0 for n = 1.
 
         Examples
         --------
@@ -724,6 +762,7 @@ class Law:
         Parameters
         ----------
         q : array_like of float in [0, 1]
+            The probability level.
 
         Returns
         -------
@@ -768,6 +807,7 @@ class Law:
         Returns
         -------
         ndarray
+            The median gap in logit units, broadcast over the parameters.
 
         Examples
         --------
@@ -882,7 +922,7 @@ class Law:
         other = np.where(n == 2, other, 0.0)
         return np.where(n == 1, top, top / n + (1.0 - 1.0 / n) * other)
 
-    def _check_threshold(self, obs, t, target):
+    def _check_threshold(self, obs: str, t: ArrayLike, target: str) -> np.ndarray:
         wide = obs in ("ce_loss", "ce_grad_norm", "entropy") and not (self.n > 2).any()
         if wide:
             a = _real_array("t", t)
@@ -899,20 +939,26 @@ class Law:
 
     def fraction_bounds(self, obs: str, t: ArrayLike,
                         target: str = "argmax") -> tuple[np.ndarray, np.ndarray]:
-        r"""Exact bounds lo <= P(obs < t) <= hi for a saturating observable,
-        any n, from the gap law alone.
+        r"""Exact bounds lo <= P(obs < t) <= hi for a saturating observable.
+
+        Valid for any n and any logit scale: they follow from the exact gap
+        law alone (no asymptotics).
 
         Parameters
         ----------
         obs : str
             One of ``SATURATING``.
         t : array_like of float in (0, 1]
+            The threshold.
         target : {"argmax", "random"}
+            The cross-entropy target (as :meth:`fraction_below`).
 
         Returns
         -------
-        (lo, hi) : tuple of ndarray
-            ``hi`` is 1 where the bound needs a smaller t (see Notes).
+        lo : ndarray
+            The lower bound.
+        hi : ndarray
+            The upper bound; 1 where the bound needs a smaller t (see Notes).
 
         Raises
         ------
@@ -935,9 +981,9 @@ class Law:
           lower bound, the upper one is P(G > ln(n-1) + gamma((n-1)t)),
           valid for (n-1)^2 t < 1/(1+1/(n-1))^2 roughly (else 1).
         * ce_grad_norm = sqrt(q^2 + u2) is in [sqrt(n/(n-1)) q, sqrt(2) q].
-        * jac_fro: ||J||_F^2 = p1^2 (q^2 + 2 u2) + sum_{j != top}
+        * jac_fro: ``||J||_F^2`` = p1^2 (q^2 + 2 u2) + sum_{j != top}
           p_j^2 (1 - 2 p_j) + u2^2 (fastsoftmax._math), hence
-          sqrt((n+1)/(n-1)) p1 q <= ||J||_F <= 2q (every term is >= 0 as
+          sqrt((n+1)/(n-1)) p1 q <= ``||J||_F`` <= 2q (every term is >= 0 as
           p_j <= 1/2 off the top, and 3 p1^2 + 1 + q^2 <= 4).
 
         Examples
@@ -988,11 +1034,14 @@ class Law:
         Parameters
         ----------
         obs : str
+            An observable name (``fastsoftmax.OBS_NAMES``).
         target : {"argmax", "random"}
+            The cross-entropy target.
 
         Returns
         -------
         ndarray
+            The mean, broadcast over the law's parameters.
 
         Raises
         ------
@@ -1002,7 +1051,7 @@ class Law:
 
         Notes
         -----
-        For n = 2 the row is a two-logit row of gap G = |x1 - x2|, and
+        For n = 2 the row is a two-logit row of gap G = ``|x1 - x2|``, and
         x1 - x2 ~ N(0, 2 s^2), so E f(G) = int_0^inf f(s g) e^(-g^2/4)/sqrt(pi)
         dg, by Gauss-Legendre on geometric panels (f varies on the scale 1/s,
         the density on the scale 1).  Target "random": the average of the
@@ -1036,9 +1085,13 @@ class Law:
         Parameters
         ----------
         obs : str
+            An observable name (``fastsoftmax.OBS_NAMES``).
         q : array_like of float in [0, 1]
+            The probability level.
         target : {"argmax", "random"}
+            The cross-entropy target.
         order : {0, 1}
+            The order of the saturation law (as :meth:`fraction_below`).
 
         Returns
         -------
@@ -1089,12 +1142,16 @@ class Law:
         Parameters
         ----------
         obs : str
+            An observable name (``fastsoftmax.OBS_NAMES``).
         target : {"argmax", "random"}
+            The cross-entropy target.
         order : {0, 1}
+            The order of the saturation law (as :meth:`fraction_below`).
 
         Returns
         -------
         ndarray
+            The median, broadcast over the law's parameters.
 
         Examples
         --------
@@ -1190,6 +1247,9 @@ class _DotLaw(Law):
 def law(model: object) -> Law:
     """The :class:`Law` of a :mod:`fastsoftmax.models` object.
 
+    The model's parameters become the law's: the same logits, in
+    distribution, as ``fastsoftmax.simulate`` draws for the model.
+
     Parameters
     ----------
     model : Gaussian, Shifted or DotProduct
@@ -1202,6 +1262,7 @@ def law(model: object) -> Law:
     Returns
     -------
     Law
+        The law of the model's rows.
 
     Raises
     ------
@@ -1232,15 +1293,20 @@ def law(model: object) -> Law:
 def gap_sf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
     """P(G_1 > g) for the gap G_1 between the two largest of n i.i.d. N(0, 1).
 
+    Exact up to quadrature for any n (module docstring): relative error
+    <= 1e-12 down to 1e-122, tails keep their relative accuracy.
+
     Parameters
     ----------
     g : array_like of float
+        The standard gap.
     n : array_like of int, >= 1
+        Logits per row.
 
     Returns
     -------
     ndarray
-        ``Law.gaussian(n).gap_sf(g)``; for n = 2, G_1 = |N(0, 2)| and
+        ``Law.gaussian(n).gap_sf(g)``; for n = 2, G_1 = ``|N(0, 2)|`` and
         P(G_1 > g) = erfc(g / 2).
 
     Raises
@@ -1258,17 +1324,22 @@ def gap_sf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
 
 
 def gap_cdf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """P(G_1 <= g), the lower tail with relative accuracy (see
-    :meth:`Law.gap_cdf`).
+    """P(G_1 <= g), the lower tail of the standard gap.
+
+    Integrated from the density (see :meth:`Law.gap_cdf`), so it keeps its
+    relative accuracy for small g.
 
     Parameters
     ----------
     g : array_like of float
+        The standard gap.
     n : array_like of int, >= 1
+        Logits per row.
 
     Returns
     -------
     ndarray
+        Broadcast over g and n; 0 for n = 1.
 
     Examples
     --------
@@ -1280,16 +1351,22 @@ def gap_cdf(g: ArrayLike, n: ArrayLike) -> np.ndarray:
 
 
 def gap_quantile(q: ArrayLike, n: ArrayLike) -> np.ndarray:
-    """The q-quantile of G_1 (see :meth:`Law.gap_quantile`).
+    """The q-quantile of the standard gap G_1.
+
+    Solved on the log cdf or log sf to 1e-13 relative (see
+    :meth:`Law.gap_quantile`).
 
     Parameters
     ----------
     q : array_like of float in [0, 1]
+        The probability level.
     n : array_like of int, >= 1
+        Logits per row.
 
     Returns
     -------
     ndarray
+        Broadcast over q and n; inf for n = 1.
 
     Examples
     --------
@@ -1301,11 +1378,15 @@ def gap_quantile(q: ArrayLike, n: ArrayLike) -> np.ndarray:
 
 
 def gap_median(n: ArrayLike) -> np.ndarray:
-    """The median of G_1.
+    """The median of the standard gap G_1.
+
+    The scale-free number behind sigma* (:func:`critical_scale`): at order
+    0, sigma* = gamma(t) / median(G_1).
 
     Parameters
     ----------
     n : array_like of int, >= 1
+        Logits per row.
 
     Returns
     -------
@@ -1340,13 +1421,17 @@ def _bracket_up(f, x0, step=math.log(2.0), tries=60):
 
 def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order: int = 1,
                    fraction: ArrayLike = 0.5) -> np.ndarray:
-    r"""sigma*(t): the Gaussian logit scale at which a ``fraction`` of the
-    rows (the median, by default) has obs < t.
+    r"""The critical scale sigma*(t) of Gaussian logits.
+
+    sigma* is the logit scale at which a ``fraction`` of the rows (half of
+    them, by default: the median) has obs < t.
 
     Parameters
     ----------
     t : array_like of float in (0, 1]
+        The threshold.
     n : array_like of int, >= 1
+        Logits per row.
     obs : str
         One of ``SATURATING``.
     order : {0, 1}
@@ -1354,6 +1439,7 @@ def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order:
         standard gap (the two-logit law, closed form); 1: solved on the
         order-1 law.
     fraction : float in (0, 1)
+        The fraction of rows below t (0.5: the median crosses t).
 
     Returns
     -------
@@ -1414,20 +1500,28 @@ def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order:
 def critical_d_k(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max",
                  temperature: ArrayLike = 1.0, scaled: bool = False, order: int = 1,
                  fraction: ArrayLike = 0.5) -> np.ndarray:
-    r"""d_k*(t): the key dimension at which a ``fraction`` of the rows (the
-    median, by default) of an unscaled DotProduct has obs < t.
+    r"""The critical key dimension d_k*(t) of unscaled dot products.
+
+    d_k* is the key dimension at which a ``fraction`` of the rows (half of
+    them, by default: the median) of an unscaled DotProduct has obs < t.
 
     Parameters
     ----------
     t : array_like of float in (0, 1]
+        The threshold.
     n : array_like of int, >= 1
+        Keys (logits) per row.
     obs : str
         One of ``SATURATING``.
     temperature : array_like of float, > 0
+        The softmax temperature.
     scaled : bool
         Must be False: see Raises.
     order : {0, 1}
+        The order of the saturation law solved (order 1 costs a few
+        seconds per call; order 0 a fraction of that).
     fraction : float in (0, 1)
+        The fraction of rows below t (0.5: the median crosses t).
 
     Returns
     -------
@@ -1500,15 +1594,20 @@ def _b_n(n):
 
 
 def freezing_scale(n: ArrayLike) -> np.ndarray:
-    r"""sigma_c = sqrt(2 ln n): the random energy model's freezing scale.
+    r"""The random energy model's freezing scale sigma_c = sqrt(2 ln n).
+
+    Below it the softmax of n i.i.d. N(0, sigma^2) logits is diffuse, above
+    it frozen on a few logits (Notes).
 
     Parameters
     ----------
     n : array_like of int, >= 1
+        Logits per row.
 
     Returns
     -------
     ndarray
+        sqrt(2 ln n), broadcast over n (0 for n = 1).
 
     Notes
     -----
@@ -1545,10 +1644,16 @@ def _rem_index(n, scale):
 def rem_entropy(n: ArrayLike, scale: ArrayLike, correction: bool = True) -> np.ndarray:
     r"""Mean softmax entropy of n i.i.d. N(0, scale^2) logits at large n.
 
+    The random energy model's law: diffuse below sigma_c = sqrt(2 ln n),
+    Poisson-Dirichlet above it; asymptotic, not accurate in the crossover
+    (Notes).
+
     Parameters
     ----------
     n : array_like of int, >= 1
+        Logits per row.
     scale : array_like of float, >= 0
+        The logit scale sigma.
     correction : bool
         Add the first finite-n term of the diffuse phase (Notes).
 
@@ -1612,13 +1717,17 @@ def _pd_top_mean(m):
 
 
 def rem_max_prob(n: ArrayLike, scale: ArrayLike) -> np.ndarray:
-    r"""Mean largest softmax probability of n i.i.d. N(0, scale^2) logits at
-    large n.
+    r"""Mean largest softmax probability of n i.i.d. N(0, scale^2) logits.
+
+    The random energy model's law at large n: Poisson-Dirichlet in the
+    frozen phase, a Frechet-Gumbel estimate in the diffuse one (Notes).
 
     Parameters
     ----------
     n : array_like of int, >= 1
+        Logits per row.
     scale : array_like of float, >= 0
+        The logit scale sigma.
 
     Returns
     -------
@@ -1663,11 +1772,17 @@ def rem_max_prob(n: ArrayLike, scale: ArrayLike) -> np.ndarray:
 def rem_max_prob_sf(v: ArrayLike, n: ArrayLike, scale: ArrayLike) -> np.ndarray:
     r"""P(max_prob > v) for n i.i.d. N(0, scale^2) logits at large n.
 
+    The random energy model's law: exact as n -> inf in the frozen phase for
+    v >= 1/2 (Poisson-Dirichlet), a Frechet law in the diffuse one.
+
     Parameters
     ----------
     v : array_like of float in (0, 1]
+        The level of the largest probability.
     n : array_like of int, >= 1
+        Logits per row.
     scale : array_like of float, >= 0
+        The logit scale sigma.
 
     Returns
     -------
@@ -1720,10 +1835,15 @@ def rem_max_prob_sf(v: ArrayLike, n: ArrayLike, scale: ArrayLike) -> np.ndarray:
 def expected_max(n: ArrayLike, scale: ArrayLike = 1.0) -> np.ndarray:
     r"""E[max logit] of n i.i.d. N(0, scale^2) logits, asymptotically.
 
+    The extreme-value (Gumbel) law: about sigma sqrt(2 ln n) with its first
+    correction, within a few per cent from n = 64 on.
+
     Parameters
     ----------
     n : array_like of int, >= 1
+        Logits per row.
     scale : array_like of float, >= 0
+        The logit scale sigma.
 
     Returns
     -------

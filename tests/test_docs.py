@@ -30,6 +30,7 @@ PUBLIC_MODULES = [
     "fastsoftmax.sweep",
     "fastsoftmax.verify",
     "fastsoftmax.torch",
+    "fastsoftmax.theory",
 ]
 
 # numpydoc checks every public name must pass, and why these:
