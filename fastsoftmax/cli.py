@@ -1,9 +1,10 @@
 """The ``fastsoftmax`` command (also ``python -m fastsoftmax``).
 
-    fastsoftmax verify [--samples N] [--seed S] [--backend B] [--out DIR] [--json] [--quiet]
+    fastsoftmax verify [--samples N] [--seed S] [--backend B] [--out DIR] [--context]
+                       [--json] [--quiet]
     fastsoftmax sweep --model dotproduct --grid d_k=1,16,256 --grid scaled=true,false
                       --set n=64 --samples 1e6 --out sweep.parquet [--resume] [--plot sweep.png]
-                      [--scheduler ADDRESS | --workers N]
+                      [--theory [--theory-order 0|1]] [--scheduler ADDRESS | --workers N]
     fastsoftmax summarize FILE.npy [--axis A] [--target argmax|INT|labels.npy] [--json]
     fastsoftmax info
 
@@ -168,19 +169,26 @@ def _user_call(fn, *a, **kw):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 @click.option("--quiet", "-q", is_flag=True,
               help="No progress bar; print one line per claim (its verdict) only.")
-def verify(samples, seed, backend, out, as_json, quiet):
+@click.option("--context", is_flag=True,
+              help="Add the context-length axis: DotProduct d_k=64, n=16..65536, scaled and "
+                   "unscaled, beside the laws of large n (about 10 s more).")
+def verify(samples, seed, backend, out, as_json, quiet, context):
     """Run the paper's claims and the objections as experiments; print verdicts.
 
     Unscaled vs scaled dot products for d_k = 1..4096, the vector
     [100, 101, 99], offsets 0..1e6, cross-entropy with right and wrong
     targets, and a scale sweep; each verdict is computed from the
-    measurements with the criteria printed under the table.
+    measurements with the criteria printed under the table.  The
+    saturation law's predictions are printed beside the measurements and
+    judged within the accuracy it states (claims 8 and 9).
     """
     from . import verify as vmod
     samples = vmod.DEFAULT_SAMPLES if samples is None else samples
     if out is not None and os.path.exists(out) and not os.path.isdir(out):
         _fail(f"--out {out}: exists and is not a directory")
-    exp = _user_call(vmod.prepare, samples=samples, seed=seed, backend=backend, out=out)
+    _user_call(_require_module, "scipy", "verify (the laws of fastsoftmax.theory)", "theory")
+    exp = _user_call(vmod.prepare, samples=samples, seed=seed, backend=backend, out=out,
+                     context=context)
     res = exp.run(progress=not quiet)
     if as_json:
         click.echo(res.to_json())
@@ -230,10 +238,16 @@ def _width():
               help="Run on a local Dask cluster of N single-threaded workers.")
 @click.option("--connect-timeout", type=float, default=5.0, show_default=True,
               metavar="SECONDS", help="How long to wait for --scheduler.")
+@click.option("--theory", is_flag=True,
+              help="Add the laws' prediction columns (<obs>_theory_...; needs SciPy).")
+@click.option("--theory-order", type=click.Choice(["0", "1"]), default=None,
+              help="The saturation law's order for --theory (default: 1, but 0 for "
+                   "dotproduct, whose order 1 takes seconds per point).")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as JSON records.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no table.")
 def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend, out, resume,
-          plot, observable, scheduler, workers, connect_timeout, as_json, quiet):
+          plot, observable, scheduler, workers, connect_timeout, theory, theory_order, as_json,
+          quiet):
     """Simulate every point of a parameter grid; one row per point.
 
     \b
@@ -266,9 +280,12 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
     if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
         _fail(f"--plot {plot}: directory {os.path.dirname(os.path.abspath(plot))} does not exist")
     thr = tuple(thresholds) if thresholds else _config.DEFAULT_THRESHOLDS
+    if theory_order is not None and not theory:
+        _fail("--theory-order needs --theory")
+    th = (int(theory_order) if theory_order is not None else True) if theory else False
     p = _user_call(make_plan, model, grid, fixed=fixed, samples=samples, seed=seed,
                    target=tgt, dtype=dtype, thresholds=thr, out=out, resume=resume,
-                   backend=backend)
+                   backend=backend, theory=th)
     if plot is not None:
         _user_call(_require_module, "matplotlib", "--plot", "plot")
     if not quiet and out is not None and resume and len(p.todo) < len(p.points):
@@ -301,24 +318,39 @@ def _records(df):
 
 def format_sweep(df, keys, obs="jac_diag_max"):
     """A compact text table: grid values, then median / mean ± sem /
-    log10-mean / fraction below 1e-6 of one observable."""
+    log10-mean / fraction below 1e-6 of one observable (with the laws'
+    median and fraction beside them when the table has theory columns)."""
     below = [c for c in df.columns if c.startswith(f"{obs}_below_")]
     bcol = f"{obs}_below_1e-06" if f"{obs}_below_1e-06" in df.columns else \
         (below[0] if below else None)
-    head = [str(k) for k in keys] + ["median", "mean ± sem", "log10 mean",
-                                     (bcol[len(obs) + 1:].replace("below_", "frac<") if bcol
-                                      else "")]
+    law = "theory_order" in df.columns
+    tq, tb = f"{obs}_theory_q0.5", (bcol.replace("_below_", "_theory_below_") if bcol else None)
+    head = [str(k) for k in keys] + ["median"] + (["law median"] if law else []) + \
+        ["mean ± sem", "log10 mean",
+         (bcol[len(obs) + 1:].replace("below_", "frac<") if bcol else "")] + \
+        (["law frac"] if law and bcol else [])
+
+    def num(v, spec):
+        return "-" if v != v else format(v, spec)
+
     rows = []
     for _, r in df.iterrows():
         cells = [str(r[k]) for k in keys]
         cells.append(f"{r[f'{obs}_q0.5']:.4g}")
+        if law:
+            cells.append(num(r[tq], ".4g"))
         cells.append(f"{r[f'{obs}_mean']:.4g} ± {r[f'{obs}_sem']:.2g}")
         cells.append(f"{r[f'{obs}_log10_mean']:.4f}")
         cells.append(f"{r[bcol]:.4f}" if bcol else "")
+        if law and bcol:
+            cells.append(num(r[tb], ".4f"))
         rows.append(cells)
     widths = [max(len(h), *(len(c[i]) for c in rows)) for i, h in enumerate(head)]
     lines = [f"{obs} ({int(df['samples'].iloc[0]):,} samples per point, target "
-             f"{df['target'].iloc[0]}, {df['dtype'].iloc[0]})"]
+             f"{df['target'].iloc[0]}, {df['dtype'].iloc[0]})"
+             + (f"; law: fastsoftmax.theory, order "
+                f"{'/'.join(str(int(v)) for v in sorted(set(df['theory_order'])))} "
+                "(- where no law covers the point)" if law else "")]
     lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
     lines.extend("  ".join(c.rjust(w) for c, w in zip(cells, widths)) for cells in rows)
     return "\n".join(lines)

@@ -123,6 +123,7 @@ distribution derived from a stable subordinator, Ann. Probab. 25, 855
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -138,7 +139,8 @@ from ._math import OBS_NAMES
 
 __all__ = ["Law", "law", "gap_sf", "gap_cdf", "gap_quantile", "gap_median",
            "critical_scale", "critical_d_k", "freezing_scale", "rem_entropy",
-           "rem_max_prob", "rem_max_prob_sf", "expected_max", "SATURATING"]
+           "rem_max_prob", "rem_max_prob_sf", "expected_max", "stated_accuracy",
+           "ACCURACY", "SATURATING"]
 
 #: The observables with a saturation law (a small value means a saturated row):
 #: :meth:`Law.fraction_below` covers them at any n, with bounds from
@@ -293,13 +295,14 @@ def _logsum(values, w):
         return _sp.logsumexp(values + np.log(w), axis=-1)
 
 
-def _solve(f, lo, hi, tol=1e-13, maxiter=200):
+def _solve(f, lo, hi, tol=1e-13, maxiter=200, flo=None, fhi=None):
     """x in [lo, hi] with f(x) = 0 for increasing f, f(lo) <= 0 <= f(hi),
     elementwise: Illinois false position (superlinear on smooth f), with a
     bisection every fourth step so that the bracket shrinks geometrically
-    whatever f looks like."""
+    whatever f looks like.  ``flo``, ``fhi``: f(lo), f(hi) if known."""
     lo, hi = (np.array(v, dtype=np.float64) for v in np.broadcast_arrays(lo, hi))
-    flo, fhi = f(lo), f(hi)
+    flo = f(lo) if flo is None else np.array(flo, dtype=np.float64)
+    fhi = f(hi) if fhi is None else np.array(fhi, dtype=np.float64)
     side = np.zeros(lo.shape, dtype=np.int8)
     for it in range(maxiter):
         done = ((hi - lo) <= tol * (1.0 + np.abs(lo) + np.abs(hi))) | (flo == 0) | (fhi == 0)
@@ -613,6 +616,9 @@ class Law:
     def __init__(self, n: np.ndarray, **params: np.ndarray) -> None:
         self.n = n
         self.params = params
+        # gap quantiles already solved (a law's parameters never change):
+        # the medians of all nine observables share one
+        self._gap_quantiles: dict[tuple[Any, ...], np.ndarray] = {}
 
     # construction -----------------------------------------------------------
 
@@ -782,6 +788,12 @@ class Law:
         0.2821
         """
         q = _check_prob("q", q)
+        key = (q.shape, q.tobytes())
+        if key not in self._gap_quantiles:
+            self._gap_quantiles[key] = self._gap_quantile(q)
+        return self._gap_quantiles[key].copy()
+
+    def _gap_quantile(self, q: np.ndarray) -> np.ndarray:
         shape, (q, n, scale) = _flat(q, self.n, self._scale_bound())
         out = np.full(q.shape, np.inf)
         out[q == 0] = 0.0
@@ -791,11 +803,20 @@ class Law:
             sub = self._restrict(live, shape)
             ql = q[live]
             lq, l1q = np.log(ql), np.log1p(-ql)
-            low = ql <= 0.5
+            # the lower tail where q < 1/2 (relative accuracy), the upper one
+            # elsewhere: each element evaluates only its own branch (the
+            # lower tail integrates the density: many times the cost)
+            low = ql < 0.5
+            sub_lo, sub_hi = sub._restrict(low, low.shape), sub._restrict(~low, low.shape)
 
             def f(x):
                 g = np.exp(x)
-                return np.where(low, sub._log_cdf_flat(g) - lq, l1q - sub._log_sf_flat(g))
+                out = np.empty(g.shape)
+                if low.any():
+                    out[low] = sub_lo._log_cdf_flat(g[low]) - lq[low]
+                if not low.all():
+                    out[~low] = l1q[~low] - sub_hi._log_sf_flat(g[~low])
+                return out
 
             hi = np.log(100.0 * scale[live])
             out[live] = np.exp(_solve(f, np.full(ql.shape, -700.0), hi))
@@ -1130,8 +1151,26 @@ class Law:
         def fun(x):
             return full.fraction_below(obs, np.exp(x), target, order) - qf
 
-        x = _solve(fun, np.full(qf.shape, -690.0), np.full(qf.shape, hi))
-        ok = (fun(np.full(qf.shape, hi)) >= 0) & (fun(np.full(qf.shape, -690.0)) <= 0)
+        lo, up = np.full(qf.shape, -690.0), np.full(qf.shape, float(hi))
+        flo = fup = None
+        if order == 1 and not increasing and (target == "argmax" or obs not in _TARGETED):
+            # order 1 lies below order 0 (lambda >= 0 only widens the gap
+            # needed), so the order-0 quantile t0 brackets the root from
+            # below, and the rest R <= n - 1 puts it within about
+            # ln(n - 1) above: a bracket of a few units of ln t, not 690
+            nf = np.broadcast_to(self.n, shape).reshape(-1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                x0 = np.log(full.quantile(obs, qf, target, order=0))
+            x0 = np.where(np.isfinite(x0), np.clip(x0, -690.0, hi), -690.0)
+            x1 = np.minimum(x0 + np.log(np.maximum(nf - 1.0, 1.0)) + 1.0, hi)
+            f0, f1 = fun(x0), fun(x1)
+            lo, up = np.where(f0 <= 0, x0, lo), np.where(f1 >= 0, x1, up)
+            flo = f0 if (f0 <= 0).all() else fun(lo)
+            fup = f1 if (f1 >= 0).all() else fun(up)
+        if flo is None or fup is None:
+            flo, fup = fun(lo), fun(up)
+        x = _solve(fun, lo, up, flo=flo, fhi=fup)
+        ok = (fup >= 0) & (flo <= 0)
         # n = 1: one class, the observable is the constant f(G = inf)
         one = np.broadcast_to(self.n, shape).reshape(-1) == 1
         return np.where(one, f(np.inf), np.where(ok, np.exp(x), np.nan)).reshape(shape)
@@ -1161,6 +1200,173 @@ class Law:
         """
         return self.quantile(obs, 0.5, target, order)
 
+    # large n and the stated accuracy -------------------------------------------
+
+    def typical_scale(self) -> np.ndarray:
+        """The law's typical logit scale: where its domains of validity are read.
+
+        Returns
+        -------
+        ndarray
+            ``scale`` for a Gaussian law; b sqrt(d_k) / temperature for a
+            dot-product law (the logit scale at c = E|q|^2 = d_k; its chi^2
+            spread, relative sd sqrt(2 / d_k) in c, is not accounted for).
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.dot_product(64, 4096, [False, True]).typical_scale())
+        [64.  1.]
+        """
+        raise NotImplementedError
+
+    def rem_entropy(self, correction: bool = True) -> np.ndarray:
+        """Mean softmax entropy at large n (:func:`rem_entropy`, mixed over the scale).
+
+        Parameters
+        ----------
+        correction : bool, default True
+            Add the first finite-n term of the diffuse phase.
+
+        Returns
+        -------
+        ndarray
+            The random-energy-model entropy, averaged over the law's logit
+            scale (exact for a Gaussian law; the chi^2 mixture for a dot
+            product: given q the logits are Gaussian).
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.dot_product(1024, 64, True).rem_entropy().round(3))
+        6.433
+        """
+        return self._mix(lambda s, n: rem_entropy(n, s, correction), log=False)
+
+    def rem_max_prob(self) -> np.ndarray:
+        """Mean largest probability at large n (:func:`rem_max_prob`, mixed over the scale).
+
+        Returns
+        -------
+        ndarray
+            The random-energy-model mean of max_prob, averaged over the law's
+            logit scale.
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.dot_product(1024, 64, False).rem_max_prob().round(3))
+        0.711
+        """
+        return self._mix(lambda s, n: rem_max_prob(n, s), log=False)
+
+    def rem_max_prob_sf(self, v: ArrayLike) -> np.ndarray:
+        """P(max_prob > v) at large n (:func:`rem_max_prob_sf`, mixed over the scale).
+
+        Parameters
+        ----------
+        v : array_like of float in (0, 1]
+            The level of the largest probability.
+
+        Returns
+        -------
+        ndarray
+            Broadcast over v and the law's parameters; NaN where a frozen
+            scale of the mixture meets v < 1/2 (no closed form there).
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.gaussian(16384, 18.0).rem_max_prob_sf(0.5).round(3))
+        0.926
+        """
+        v = _check_t(v, "v")
+        return self._mix(lambda s, n, v: rem_max_prob_sf(v, n, s), v, log=False)
+
+    def rem_max_prob_median(self) -> np.ndarray:
+        """The median of max_prob at large n, from :meth:`rem_max_prob_sf`.
+
+        Returns
+        -------
+        ndarray
+            The v with ``rem_max_prob_sf(v) = 1/2``, by bisection in ln v;
+            NaN where that needs the frozen law below v = 1/2.  Frozen
+            Gaussian law: 1 / (1 + (2 sin(pi m) / (pi m))^(-1/m)); diffuse:
+            v0 (ln 2)^(-1/m) (notation of :func:`rem_max_prob_sf`).
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.gaussian(16384, 18.0).rem_max_prob_median().round(4))
+        0.9467
+        """
+        shape = np.broadcast(self.n, *self.params.values()).shape
+        flat = self._restrict(np.ones(int(np.prod(shape)), dtype=bool), shape)
+
+        def f(x):
+            with np.errstate(invalid="ignore"):
+                return flat.rem_max_prob_sf(np.exp(x)) - 0.5
+
+        # above 1/2 or below it (where a frozen scale gives NaN, kept)
+        half = np.full(int(np.prod(shape)), math.log(0.5))
+        up = f(half) > 0
+        lo, hi = np.where(up, half, -700.0), np.where(up, 0.0, half)
+        for _ in range(64):             # f decreases in x
+            mid = 0.5 * (lo + hi)
+            fm = f(mid)
+            lo = np.where(fm > 0, mid, lo)
+            hi = np.where(fm > 0, hi, mid)
+        x = 0.5 * (lo + hi)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(f(x))
+        one = np.broadcast_to(self.n, shape).reshape(-1) == 1
+        return np.where(one, 1.0, np.where(ok, np.exp(x), np.nan)).reshape(shape)
+
+    def expected_max(self) -> np.ndarray:
+        """E[max logit] (:func:`expected_max`, mixed over the scale).
+
+        Returns
+        -------
+        ndarray
+            The extreme-value mean of the largest logit, averaged over the
+            law's logit scale.
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> print(theory.Law.dot_product(64, 64, False).expected_max().round(2))
+        19.71
+        """
+        return self._mix(lambda s, n: expected_max(n, s), log=False)
+
+    def stated_accuracy(self, what: str,
+                        order: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """The accuracy a law states at this law's parameters (:func:`stated_accuracy`).
+
+        Parameters
+        ----------
+        what : str
+            As :func:`stated_accuracy`.
+        order : {0, 1}
+            The order of the saturation law.
+
+        Returns
+        -------
+        rel : ndarray
+            Relative tolerance, NaN where no accuracy is claimed.
+        abs : ndarray
+            Absolute tolerance.
+
+        Examples
+        --------
+        >>> from fastsoftmax import theory
+        >>> rel, _ = theory.Law.dot_product(64, [64, 4096], False).stated_accuracy(
+        ...     "fraction_below")
+        >>> print(rel)
+        [0.15  0.005]
+        """
+        return stated_accuracy(what, self.n, self.typical_scale(), order)
+
 
 def _per_scale(g, s):
     """g / s in the standard gap's units (s = 0: every gap is 0)."""
@@ -1187,6 +1393,10 @@ def _mean2(f, s, n):
 class _GaussianLaw(Law):
     def _mix(self, fn, *args, log=True):
         return fn(self.params["scale"], self.n, *args)
+
+    def typical_scale(self) -> np.ndarray:
+        scale = self.params["scale"]
+        return np.broadcast_to(scale, np.broadcast(self.n, scale).shape).astype(np.float64)
 
     def _scale_bound(self):
         return self.params["scale"]
@@ -1238,6 +1448,11 @@ class _DotLaw(Law):
         if log:
             return _sp.logsumexp(vals + lw, axis=-1)
         return np.sum(np.exp(lw) * vals, axis=-1)
+
+    def typical_scale(self) -> np.ndarray:
+        p = self.params
+        shape = np.broadcast(self.n, *p.values()).shape
+        return np.broadcast_to(self._coef() * np.sqrt(p["d_k"]), shape).astype(np.float64)
 
     def _scale_bound(self):
         d = np.asarray(self.params["d_k"], dtype=np.float64)
@@ -1566,15 +1781,22 @@ def critical_d_k(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max",
         return Law.dot_product(nl, np.exp(x), False, Tl).fraction_below(obs, tl, order=order) \
             - fl
 
+    # the chi^2 spread moves d_k* off (T sigma*)^2 by well under 1% once
+    # d_k* is in the hundreds: a tight first bracket, widened where needed
+    # (each evaluation is a chi^2 mixture of the order-1 law: the cost)
     x0 = np.log((Tl * s[live]) ** 2)
-    lo = x0 - 0.1
+    lo, hi = x0 - 0.01, x0 + 0.01
+    flo, fhi = f(lo), f(hi)
     for _ in range(60):
-        bad = f(lo) > 0
-        if not bad.any():
+        bad_lo, bad_hi = flo > 0, fhi < 0
+        if not (bad_lo.any() or bad_hi.any()):
             break
-        lo = np.where(bad, lo - 0.5, lo)
-    hi = _bracket_up(f, x0 + 0.1, step=0.5)
-    out[live] = np.exp(_solve(f, lo, hi, tol=1e-10))
+        lo, hi = np.where(bad_lo, lo - 0.5, lo), np.where(bad_hi, hi + 0.5, hi)
+        if bad_lo.any():
+            flo = f(lo)
+        if bad_hi.any():
+            fhi = f(hi)
+    out[live] = np.exp(_solve(f, lo, hi, tol=1e-8, flo=flo, fhi=fhi))
     return out.reshape(shape)
 
 
@@ -1871,3 +2093,128 @@ def expected_max(n: ArrayLike, scale: ArrayLike = 1.0) -> np.ndarray:
     s = _check_scale("scale", scale)
     b = _b_n(np.maximum(n, 2.0))
     return np.where(n == 1, 0.0, s * (b + np.euler_gamma / b))
+
+
+# ----------------------------------------------------------------------------
+# the accuracy each law states (measured against simulate: docs/theory.md)
+
+#: The laws whose accuracy :func:`stated_accuracy` states, and where: the
+#: measured domains of docs/theory.md, with m = sigma_c / sigma for the
+#: saturation law and m_b = b_n / sigma for the random energy model.
+ACCURACY = {
+    "fraction_below": "saturation law, t <= 1e-3, any n > 2: order 1 relative 0.5% "
+                      "(m <= 1/8), 2% (m <= 1/4), 15% (m <= 1/2); order 0 2%, 10%, 45%; "
+                      "m > 1/2 none; n <= 2 exact",
+    "critical_scale": "sigma* at t <= 1e-3: order 1 relative 0.2%, order 0 2%",
+    "critical_d_k": "d_k* (about sigma*^2): order 1 relative 0.4%, order 0 4%",
+    "rem_entropy": "diffuse, sigma <= sigma_c / 2 and the 1/n term c <= 0.1: absolute "
+                   "5 c^2 (the delta method's next term, measured 3-4 c^2); frozen, "
+                   "sigma >= 2 sigma_c: relative 7%; between: none",
+    "rem_max_prob": "frozen, m_b <= 0.45: relative 1.5%, m_b <= 0.65: 5%; elsewhere none "
+                    "(diffuse: 5-40% high, the Gumbel law of the max is a poor fit)",
+}
+
+# the saturation law's relative accuracy by m = sigma_c / sigma (upper edges)
+_SAT_EDGES = (0.125, 0.25, 0.5)
+_SAT_REL = {1: (0.005, 0.02, 0.15), 0: (0.02, 0.10, 0.45)}
+
+
+def stated_accuracy(what: str, n: ArrayLike, scale: ArrayLike,
+                    order: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    r"""The accuracy a law states at n logits of scale sigma, as measured.
+
+    A prediction p of the law ``what`` is claimed within rel |p| + abs of
+    the truth; where the law claims nothing (outside its measured domain)
+    rel is NaN.  These are the accuracies measured against ``simulate``
+    (docs/theory.md and the functions' Notes), as step functions of the
+    scale (the next wider bracket between measured points), so that tools
+    (``fastsoftmax verify``) judge agreement against what the law states
+    rather than against a number chosen after the fact.
+
+    Parameters
+    ----------
+    what : str
+        A key of ``ACCURACY``: ``"fraction_below"`` (:meth:`Law.fraction_below`
+        of a saturating observable, t <= 1e-3), ``"critical_scale"``,
+        ``"critical_d_k"``, ``"rem_entropy"``, ``"rem_max_prob"`` (the mean).
+    n : array_like of int, >= 1
+        Logits per row.
+    scale : array_like of float, >= 0
+        The logit scale sigma (for a dot product: :meth:`Law.typical_scale`).
+    order : {0, 1}
+        The order of the saturation law (``fraction_below``, ``critical_*``).
+
+    Returns
+    -------
+    rel : ndarray
+        Relative tolerance (NaN: no accuracy claimed there).
+    abs : ndarray
+        Absolute tolerance (0 except for the diffuse entropy).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``what`` or ``order``, or n, scale out of range.
+
+    See Also
+    --------
+    Law.stated_accuracy : The same at a law's parameters.
+
+    Notes
+    -----
+    With sigma_c = sqrt(2 ln n) (:func:`freezing_scale`), m = sigma_c / sigma
+    and m_b = b_n / sigma (b_n the Gumbel location):
+
+    * ``fraction_below``: order 1 within 0.5% for m <= 1/8, 2% for
+      m <= 1/4, 15% for m <= 1/2 (it is 10-15% low at m = 1/2); order 0 2%,
+      10%, 45% (it is high); nothing for m > 1/2; n <= 2 exact (1e-9,
+      quadrature).
+    * ``critical_scale``: order 1 0.2%, order 0 2%; ``critical_d_k``: 0.4%
+      and 4% (d_k* is about sigma*^2).
+    * ``rem_entropy``: diffuse (sigma <= sigma_c / 2, and its 1/n term
+      c = ((2 sigma^2 - 1) e^(sigma^2) + 1) / (2n) at most 0.1): 5 c^2 nat
+      absolute (the delta method's neglected next term: measured 3-4 c^2,
+      e.g. 0.0032 at n = 64, sigma = 1, where c = 0.029; 0.00015 at n =
+      256); frozen (sigma >= 2 sigma_c): 7% relative; nothing in the
+      crossover.
+    * ``rem_max_prob``: frozen m_b <= 0.45: 1.5%, m_b <= 0.65: 5%; nothing
+      elsewhere (diffuse: 5-40% high).
+
+    Examples
+    --------
+    >>> from fastsoftmax import theory
+    >>> rel, ab = theory.stated_accuracy("fraction_below", 64, [49.0, 12.0, 6.0, 2.0])
+    >>> print(rel)
+    [0.005 0.02  0.15    nan]
+    >>> rel, ab = theory.stated_accuracy("rem_entropy", 1024, [1.0, 15.0])
+    >>> print(rel, ab.round(6))
+    [0.   0.07] [1.6e-05 0.0e+00]
+    """
+    if what not in ACCURACY:
+        raise ValueError(f"what must be one of {', '.join(ACCURACY)}; got {what!r}")
+    _check_order(order)
+    n, s = np.broadcast_arrays(_check_n(n), _check_scale("scale", scale))
+    sc = np.sqrt(2.0 * np.log(n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(s > 0, sc / s, np.inf)
+        mb = np.where(s > 0, _b_n(np.maximum(n, 2.0)) / s, np.inf)
+    zero = np.zeros(n.shape)
+    nan = np.full(n.shape, np.nan)
+    if what == "fraction_below":
+        rel = nan.copy()
+        for edge, r in zip(reversed(_SAT_EDGES), reversed(_SAT_REL[order])):
+            rel = np.where(m <= edge, r, rel)
+        return np.where(n <= 2, 1e-9, rel), zero
+    if what in ("critical_scale", "critical_d_k"):
+        r = {("critical_scale", 1): 0.002, ("critical_scale", 0): 0.02,
+             ("critical_d_k", 1): 0.004, ("critical_d_k", 0): 0.04}[(what, order)]
+        return np.where(n <= 2, 1e-9, r) + zero, zero
+    if what == "rem_entropy":
+        with np.errstate(over="ignore", invalid="ignore"):
+            c = ((2.0 * s * s - 1.0) * np.exp(s * s) + 1.0) / (2.0 * n)
+        diffuse = (s <= 0.5 * sc) & (np.abs(c) <= 0.1)
+        rel = np.where(diffuse, 0.0, np.where(m <= 0.5, 0.07, np.nan))
+        return (np.where(n == 1, 0.0, rel),
+                np.where(diffuse & (n > 1), 5.0 * np.where(diffuse, c, 0.0) ** 2, 0.0))
+    rel = np.where(mb <= 0.45, 0.015, np.where(mb <= 0.65, 0.05, np.nan))
+    return np.where(n == 1, 0.0, rel), zero

@@ -35,18 +35,21 @@ def assert_usage_error(rc, out, err, match):
 def test_verify_out(tmp_path):
     out = tmp_path / "v"
     rc, stdout, err = run("verify", "--samples", "2000", "--seed", "1", "--backend", "cpu",
-                          "--out", out)
+                          "--out", out, "--context")
     assert rc == 0, err
     assert "Traceback" not in err
     assert "verdict" in stdout and "softmax([100, 101, 99])" in stdout
-    rows = [l for l in stdout.splitlines() if l[:3] in {f"{i:>2} " for i in range(1, 8)}]
-    assert len(rows) == 7                         # one verdict row per claim
+    assert "Context length" in stdout and "E[max logit]" in stdout
+    rows = [l for l in stdout.splitlines() if l[:3] in {f"{i:>2} " for i in range(1, 12)}
+            and l.rstrip().endswith(("HOLDS", "FAILS", "INCONCLUSIVE"))]
+    assert len(rows) == 11                        # one verdict row per claim
     assert all(l.rstrip().endswith(("HOLDS", "FAILS", "INCONCLUSIVE")) for l in rows)
     assert "Criteria" in stdout
     assert "verify:" in err                      # the progress bar
     names = {p.name for p in out.iterdir()}
     assert {"dotproduct.csv", "dotproduct.parquet", "verdicts.csv", "summary.json",
-            "verify.png", "jac_vs_dk.png", "ce_grad_vs_dk.png"} <= names
+            "verify.png", "jac_vs_dk.png", "ce_grad_vs_dk.png", "context.csv",
+            "context_length.png", "law.csv"} <= names
     v = pd.read_csv(out / "verdicts.csv")
     assert set(v["verdict"]) <= {"holds", "fails", "inconclusive"}
     assert v["verdict"][v["key"] == "literal"].item() == "holds"
@@ -63,7 +66,7 @@ def test_verify_json_quiet():
     rc, stdout, err = run("verify", "--samples", "1000", "--quiet")
     assert rc == 0 and err == "", err
     lines = stdout.splitlines()
-    assert len(lines) == 7 and lines[2].startswith("3. HOLDS")
+    assert len(lines) == 9 and lines[2].startswith("3. HOLDS")
 
 
 # --------------------------------------------------------------------------
@@ -88,6 +91,21 @@ def test_sweep_out_plot_resume(tmp_path):
     recs = json.loads(stdout)
     assert [r["d_k"] for r in recs] == [1, 1, 256, 256]
     assert recs[2]["jac_diag_max_mean"] == want["jac_diag_max_mean"][2]
+
+
+def test_sweep_theory_columns_and_table(tmp_path):
+    rc, stdout, err = run("sweep", "-m", "gaussian", "-g", "scale=1,49", "-s", "n=64",
+                          "--samples", "2000", "--theory", "-o", "t.csv", cwd=tmp_path)
+    assert rc == 0, err
+    assert "law median" in stdout and "law frac" in stdout and "order 1" in stdout
+    df = read_table(str(tmp_path / "t.csv"))
+    assert df["theory_order"].tolist() == [1, 1]
+    assert np.isnan(df["jac_diag_max_theory_below_1e-06"][0])      # outside the law's domain
+    assert df["jac_diag_max_theory_below_1e-06"][1] == pytest.approx(0.4983, abs=1e-4)
+    # the table's identity includes its theory columns
+    rc, out, err = run("sweep", "-m", "gaussian", "-g", "scale=1,49", "-s", "n=64",
+                       "--samples", "2000", "-o", "t.csv", "--resume", cwd=tmp_path)
+    assert_usage_error(rc, out, err, "with theory=True")
 
 
 def test_sweep_matches_simulate_target_dtype(tmp_path):
@@ -149,6 +167,10 @@ def test_bad_input_subprocess(tmp_path):
       "--scheduler", "tcp://x:1", "--workers", "2"], "exclude each other"),
     (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "10",
       "--observable", "grad"], "--observable"),
+    (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "10",
+      "--theory-order", "1"], "needs --theory"),
+    (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "10",
+      "--theory", "--theory-order", "2"], "--theory-order"),
     (["verify", "--samples", "0"], "--samples"),
     (["verify", "--backend", "gpu"], "--backend"),
     (["summarize", "nothing.npy"], "no such file"),

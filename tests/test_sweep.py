@@ -325,3 +325,52 @@ def test_dask_client_is_passed_through(monkeypatch):
     sweep(models.Gaussian, {"scale": [1.0, 2.0]}, fixed={"n": 4}, samples=100,
           progress=False, client=marker)
     assert seen == [marker, marker]
+
+
+# --------------------------------------------------------------------------
+# theory=True: the laws' prediction columns
+
+def test_theory_columns_beside_the_measurements(tmp_path):
+    from fastsoftmax.sweep import theory_columns
+    df = sweep(models.Gaussian, {"n": [2, 64]}, fixed={"scale": 49.0}, samples=20_000, seed=2,
+               progress=False, theory=True, dtype="float64")
+    cols = theory_columns(fs._config.DEFAULT_THRESHOLDS)
+    assert list(df.columns[-len(cols) - 1:-1]) == cols and df.columns[-1] == "config"
+    assert df["theory_order"].tolist() == [1, 1]
+    two, many = df.iloc[0], df.iloc[1]
+    # n = 2: every observable's mean is exact: the measured one within 4 SE
+    for obs in fs.OBS_NAMES:
+        assert abs(two[f"{obs}_mean"] - two[f"{obs}_theory_mean"]) <= 4 * two[f"{obs}_sem"] \
+            + 1e-12, obs
+    # n = 64: no exact mean; the saturation law's fraction within its 0.5% + 4 SE
+    assert np.isnan(many["jac_diag_max_theory_mean"])
+    p = many["jac_diag_max_theory_below_1e-06"]
+    assert abs(many["jac_diag_max_below_1e-06"] - p) <= 0.005 * p + 4 * np.sqrt(p / 20_000)
+    assert np.isnan(many["max_prob_theory_below_1e-06"])       # no saturation law there
+    assert np.isfinite(many["max_prob_theory_rem_mean"])
+    # a model the laws do not cover (scaled dot products never saturate: no
+    # accuracy stated) and a target they do not cover
+    df = sweep(models.DotProduct, {"scaled": [True]}, fixed={"n": 16, "d_k": 64},
+               samples=200, progress=False, theory=True, target="sampled")
+    assert df["theory_order"].tolist() == [0]
+    assert np.isnan(df["jac_diag_max_theory_below_1e-06"][0])
+    assert np.isnan(df["ce_loss_theory_q0.5"][0])
+
+
+def test_theory_validated_first_and_part_of_the_table(tmp_path):
+    out = tmp_path / "t.csv"
+    with pytest.raises(ValueError, match="theory must be"):
+        Plan("gaussian", {"scale": [1.0]}, fixed={"n": 8}, samples=10, theory="yes", out=out)
+    assert not out.exists()
+    kw = dict(fixed={"n": 8}, samples=100, progress=False, out=out)
+    sweep("gaussian", {"scale": [30.0]}, theory=0, **kw)
+    with pytest.raises(ValueError, match="with theory=True"):
+        sweep("gaussian", {"scale": [30.0]}, resume=True, **kw)
+    with pytest.raises(ValueError, match="order 0"):
+        sweep("gaussian", {"scale": [30.0]}, resume=True, theory=True, **kw)
+    df = sweep("gaussian", {"scale": [30.0, 40.0]}, resume=True, theory=0, **kw)
+    assert df["theory_order"].tolist() == [0, 0]
+    plain = tmp_path / "p.csv"
+    sweep("gaussian", {"scale": [30.0]}, **dict(kw, out=plain))
+    with pytest.raises(ValueError, match="without theory=True"):
+        sweep("gaussian", {"scale": [30.0]}, resume=True, theory=True, **dict(kw, out=plain))

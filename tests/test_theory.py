@@ -574,10 +574,100 @@ def test_degenerate_cases():
     (lambda: theory.law("gaussian"), "^model must"),
     (lambda: theory.law(object()), "^model must"),
     (lambda: theory.rem_entropy(64, -1.0), "^scale must"),
+    (lambda: theory.stated_accuracy("gap_sf", 64, 1.0), "^what must"),
+    (lambda: theory.stated_accuracy("fraction_below", 64, 1.0, order=2), "^order must"),
+    (lambda: Law.gaussian(64, 1.0).rem_max_prob_sf(0.0), "^v must"),
 ])
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------
+# the mixtures of the large-n laws, the stated accuracy, the solvers
+
+
+def test_law_rem_methods_are_the_mixtures():
+    """Gaussian laws give the module functions; dot-product laws their chi^2
+    mixture (checked by adaptive quadrature over c)."""
+    g = Law.gaussian([64, 16384], [8.0, 18.0])
+    np.testing.assert_array_equal(g.rem_entropy(), theory.rem_entropy([64, 16384], [8.0, 18.0]))
+    np.testing.assert_array_equal(g.rem_max_prob(), theory.rem_max_prob([64, 16384], [8.0, 18.0]))
+    np.testing.assert_array_equal(g.expected_max(), theory.expected_max([64, 16384], [8.0, 18.0]))
+    n, d_k = 1024, 64
+    d = Law.dot_product(n, d_k, scaled=False)
+    for method, fn in ((d.rem_entropy, theory.rem_entropy), (d.rem_max_prob, theory.rem_max_prob),
+                       (d.expected_max, theory.expected_max)):
+        ref = integrate.quad(lambda c: stats.chi2.pdf(c, d_k) * float(fn(n, math.sqrt(c))),
+                             0, 400, limit=400, points=[d_k], epsabs=1e-12)[0]
+        assert float(method()) == pytest.approx(ref, rel=2e-6), method
+    np.testing.assert_array_equal(Law.dot_product(64, 4096, [False, True]).typical_scale(),
+                                  [64.0, 1.0])
+
+
+def test_rem_max_prob_median_closed_forms():
+    """Frozen: 1 / (1 + (2 sinc m)^(-1/m)); diffuse: v0 (ln 2)^(-1/m)."""
+    n = 16384
+    b = float(theory._b_n(np.float64(n)))
+    m = b / 18.0
+    want = 1.0 / (1.0 + (2.0 * np.sinc(m)) ** (-1.0 / m))
+    assert float(Law.gaussian(n, 18.0).rem_max_prob_median()) == pytest.approx(want, rel=1e-12)
+    m = b / 1.0
+    v0 = math.exp(b - 0.5 - math.log(n))
+    want = v0 * math.log(2.0) ** (-1.0 / m)
+    assert float(Law.gaussian(n, 1.0).rem_max_prob_median()) == pytest.approx(want, rel=1e-12)
+    assert float(Law.gaussian(1, 3.0).rem_max_prob_median()) == 1.0
+
+
+def test_stated_accuracy_steps():
+    """The stated accuracy of docs/theory.md, as the step functions it states."""
+    sc = math.sqrt(2 * math.log(64))
+    rel, ab = theory.stated_accuracy("fraction_below", 64, sc / np.array([0.1, 0.2, 0.4, 0.6]))
+    np.testing.assert_array_equal(rel[:3], [0.005, 0.02, 0.15])
+    assert np.isnan(rel[3]) and (ab == 0).all()
+    rel0, _ = theory.stated_accuracy("fraction_below", 64, sc / np.array([0.1, 0.2, 0.4]),
+                                     order=0)
+    np.testing.assert_array_equal(rel0, [0.02, 0.10, 0.45])
+    assert theory.stated_accuracy("fraction_below", 2, 0.5)[0] == 1e-9      # exact
+    # the diffuse entropy: 5 c^2 with c the 1/n term, within the measured error
+    rel, ab = theory.stated_accuracy("rem_entropy", [64, 256], 1.0)
+    c = (math.e + 1.0) / (2.0 * np.array([64, 256]))
+    np.testing.assert_allclose(ab, 5 * c ** 2)
+    assert (rel == 0).all()
+    assert np.isnan(theory.stated_accuracy("rem_entropy", 64, 2.0)[0])     # crossover
+    assert theory.stated_accuracy("rem_entropy", 64, 6.0)[0] == 0.07         # frozen
+    assert np.isnan(theory.stated_accuracy("rem_max_prob", 1024, 1.0)[0])   # diffuse: none
+    assert theory.stated_accuracy("critical_scale", 64, 49.0)[0] == 0.002
+    assert sorted(theory.ACCURACY) == ["critical_d_k", "critical_scale", "fraction_below",
+                                       "rem_entropy", "rem_max_prob"]
+
+
+def test_stated_entropy_accuracy_holds_at_its_edge():
+    """At n = 64, sigma = 1 (c = 0.029) the diffuse entropy is 0.0032 off:
+    inside the stated 5 c^2 = 0.0042."""
+    s = sim(Gaussian(n=64, scale=1.0), 100_000, seed=8)["entropy"]
+    pred = float(theory.rem_entropy(64, 1.0))
+    _, ab = theory.stated_accuracy("rem_entropy", 64, 1.0)
+    assert abs(s.mean - pred) <= float(ab) + 4 * s.sem
+
+
+def test_quantiles_and_critical_points_equal_plain_root_finding():
+    """The bracketed solvers (order-1 quantiles from the order-0 one, the
+    mixture's gap median on its upper tail, d_k* from sigma*) find the roots
+    an unbracketed Brent search finds."""
+    g = Law.gaussian(64, 30.0)
+    t = float(g.median("jac_diag_max"))
+    ref = optimize.brentq(lambda x: float(g.fraction_below("jac_diag_max", math.exp(x))) - 0.5,
+                          -40.0, -1.0, xtol=1e-13)
+    assert t == pytest.approx(math.exp(ref), rel=1e-9)
+    d = Law.dot_product(64, 1024, False)
+    gm = float(d.gap_median())
+    ref = optimize.brentq(lambda x: float(d.gap_sf(math.exp(x))) - 0.5, 0.0, 4.0, xtol=1e-13)
+    assert gm == pytest.approx(math.exp(ref), rel=1e-10)
+    assert float(d.gap_median()) == gm                       # cached: the same number
+    dk = float(theory.critical_d_k(1e-6, 64))
+    frac = float(Law.dot_product(64, dk, False).fraction_below("jac_diag_max", 1e-6))
+    assert frac == pytest.approx(0.5, abs=1e-7)
 
 
 NO_SCIPY = """

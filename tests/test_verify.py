@@ -134,6 +134,74 @@ def test_crossing_and_scale():
 
 
 # --------------------------------------------------------------------------
+# against the laws: bands, predictions, claims 8-11 (constructed estimates)
+
+def test_judge_band_three_ways():
+    assert V.judge_band(E(0.59, 0.0007), 0.502, 0.592).verdict == HOLDS
+    assert V.judge_band(E(0.70, 0.0007), 0.502, 0.592).verdict == FAILS
+    # meets a narrow band but cannot resolve it: more samples would decide
+    assert V.judge_band(E(0.004, 0.003), 0.0035, 0.0045).verdict == INCONCLUSIVE
+    # a vanishing band is not "met" by a measurement that cannot tell it from 0
+    assert V.judge_band(V.est_fraction(0.0, 1000), 0.0, 1e-20).verdict == INCONCLUSIVE
+    assert V.judge_band(V.est_fraction(0.3, 1000), 0.0, 1e-20).verdict == FAILS
+
+
+def test_judge_prediction_three_ways():
+    # within the stated accuracy (0.5%) plus 4 SE
+    assert V.judge_prediction(E(0.590, 0.0007), 0.5905, 0.005).verdict == HOLDS
+    # 0.0028 (4 SE) + 0.003 (stated) < 0.0095: contradicted
+    assert V.judge_prediction(E(0.600, 0.0007), 0.5905, 0.005).verdict == FAILS
+    # 2000 rows at p = 0.004: the interval is wider than the prediction itself
+    assert V.judge_prediction(V.est_fraction(0.004, 2000), 0.0041, 0.15).verdict == \
+        INCONCLUSIVE
+    # an absolute accuracy (the diffuse entropy's)
+    assert V.judge_prediction(E(3.6857, 2e-4), 3.6897, 0.0, 0.0042).verdict == HOLDS
+    assert V.judge_prediction(E(3.6757, 2e-4), 3.6897, 0.0, 0.0042).verdict == FAILS
+    with pytest.raises(ValueError):
+        V.judge_prediction(E(0.5, 0.1), 0.5, float("nan"))
+
+
+def _law_point(measured, predicted=0.5905, rel=0.005, lo=0.502, hi=0.592, what="d_k=4096"):
+    return dict(what=what, measured=measured, predicted=predicted, rel=rel, abs=0.0, lo=lo,
+                hi=hi)
+
+
+def test_judge_law_three_ways():
+    ok = _law_point(E(0.590, 0.0007))
+    outside = _law_point(E(0.0, 0.0), predicted=math.nan, rel=math.nan, what="d_k=1")
+    assert V.all_of(V.judge_law([ok, outside])) == HOLDS
+    assert len(V.judge_law([ok, outside])) == 2          # outside the domain: not judged
+    # inside the stated accuracy of the prediction, outside the exact bounds
+    off = _law_point(E(0.5905, 0.0001), hi=0.58)
+    assert V.all_of(V.judge_law([ok, off])) == FAILS
+    assert V.all_of(V.judge_law([_law_point(E(0.55, 0.0007))])) == FAILS
+    assert V.all_of(V.judge_law([_law_point(V.est_fraction(0.004, 2000), 0.0041, 0.15,
+                                            0.0008, 0.0055)])) == INCONCLUSIVE
+    # nothing inside the law's domain: nothing tested
+    assert V.all_of(V.judge_law([outside])) == INCONCLUSIVE
+
+
+def test_judge_critical_three_ways():
+    c = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
+    half = E(0.4995, 0.0007)
+    assert V.all_of(V.judge_critical(half, 0.5, 0.005, 49.23, c)) == HOLDS
+    assert V.all_of(V.judge_critical(E(0.45, 0.0007), 0.5, 0.005, 49.23, c)) == FAILS
+    assert V.all_of(V.judge_critical(half, 0.5, 0.005, 70.0, c)) == FAILS
+    assert V.all_of(V.judge_critical(half, 0.5, 0.005, 49.23, None)) == FAILS
+    weak = dict(c, significant=False)
+    assert V.all_of(V.judge_critical(half, 0.5, 0.005, 49.23, weak)) == INCONCLUSIVE
+    # 40 rows: the 4-SE interval [0.23, 0.77] is wider than the prediction 0.5 itself
+    assert V.all_of(V.judge_critical(V.est_fraction(0.5, 40), 0.5, 0.005, 49.23, c)) == \
+        INCONCLUSIVE
+
+
+def test_context_rows():
+    assert V.context_rows(16) == 500_000 and V.context_rows(65536) == 4096
+    assert V.context_rows(65536, samples=1000) == 1000
+    assert sum(V.context_rows(n) * n for n in V.CONTEXT_N) <= 7 * V.CONTEXT_LOGITS
+
+
+# --------------------------------------------------------------------------
 # estimates and criteria on synthetic Summaries
 
 def _rows(gap, rows=4000, n=8, seed=0):
@@ -181,13 +249,16 @@ def test_est_fraction():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("verify")
-    return V.run(samples=2000, seed=3, backend="cpu", out=out, progress=False), out
+    return V.run(samples=2000, seed=3, backend="cpu", out=out, progress=False,
+                 context=True), out
 
 
 def test_run_structure(tiny):
     res, out = tiny
     assert [c.key for c in res.claims] == ["paper", "fix", "literal", "offset", "ce_right",
-                                           "ce_wrong", "scale"]
+                                           "ce_wrong", "scale", "law_dk", "law_scale",
+                                           "context_saturation", "context_rem"]
+    assert res.meta["points"] == 68 + 14 and res.meta["law_order"] == 1
     assert set(res.verdicts.values()) <= {HOLDS, FAILS, INCONCLUSIVE}
     # exact checks do not depend on the sample count
     assert res.verdicts["literal"] == HOLDS
@@ -199,10 +270,35 @@ def test_run_structure(tiny):
     assert d["claims"][0]["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
     report = res.report()
     assert "verdict" in report and "[100, 101, 99]" in report
+    assert "Context length" in report and "law" in report
     lit = res.literal["literal"]
     p = fs.softmax(np.array(V.LITERAL))
     assert lit["p"] == p.tolist()
     np.testing.assert_array_equal(lit["jacobian"], np.diag(p) - np.outer(p, p))
+
+
+def test_run_law_points_and_predictions(tiny):
+    res, _ = tiny
+    pc = res.predictions["claims"]
+    assert pc["sigma_star"] == pytest.approx(49.23, abs=0.01)
+    assert pc["dk_star"] == pytest.approx(2425, abs=1)
+    # the predictions are those of fastsoftmax.theory, never written in
+    from fastsoftmax import theory
+    law = theory.Law.dot_product(V.N, 4096, False)
+    assert pc["dk"][4096]["predicted"] == pytest.approx(
+        float(law.fraction_below("jac_diag_max", V.LEVEL)), rel=1e-12)
+    assert pc["dk"][1]["predicted"] != pc["dk"][1]["predicted"]       # NaN: outside
+    pts = {(p.get("scale"), p.get("d_k")): s for p, s in res.summaries["law"]}
+    assert (pc["sigma_star"], None) in pts and (None, pc["dk_point"]) in pts
+    assert len(res.tables["law"]) == 2
+    ctx = res.tables["context"]
+    assert sorted(set(ctx["n"])) == list(V.CONTEXT_N) and len(ctx) == 14
+    assert (ctx["samples"] == [min(2000, V.context_rows(n)) for n in ctx["n"]]).all()
+    d = json.loads(res.to_json())
+    assert d["predictions"]["claims"]["dk"]["1"]["predicted"] == "nan"
+    # every law claim's verdict comes from its checks
+    for c in res.claims[7:]:
+        assert c.verdict == V.all_of(c.checks) and c.checks
 
 
 def test_run_points_use_common_random_numbers(tiny):
@@ -222,7 +318,8 @@ def test_run_files(tiny):
     names = {p.name for p in out.iterdir()}
     for t in ("dotproduct", "shifted", "gaussian", "literal", "verdicts"):
         assert f"{t}.csv" in names and f"{t}.parquet" in names
-    for png in ("jac_vs_dk.png", "ce_grad_vs_dk.png", "scale_sweep.png", "verify.png"):
+    for png in ("jac_vs_dk.png", "ce_grad_vs_dk.png", "scale_sweep.png", "verify.png",
+                "context_length.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     d = json.loads((out / "summary.json").read_text())
     assert [c["key"] for c in d["claims"]][0] == "paper"
@@ -241,3 +338,5 @@ def test_run_rejects_bad_arguments(tmp_path):
     f.write_text("")
     with pytest.raises(NotADirectoryError):
         V.run(samples=10, out=f, progress=False)
+    with pytest.raises(TypeError):
+        V.prepare(samples=10, context="yes")

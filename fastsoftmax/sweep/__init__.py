@@ -45,12 +45,14 @@ from .. import _config
 from .._util import check_progress
 from ._plan import Plan, Point, config_key, point_record, resolve_factory, stat_columns
 from ._table import SweepLocked, read_table, write_table
+from ._theory import theory_columns, theory_record
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["sweep", "plan", "Plan", "Point", "SweepLocked", "point_record", "stat_columns",
-           "config_key", "read_table", "write_table", "resolve_factory"]
+           "config_key", "read_table", "write_table", "resolve_factory", "theory_columns",
+           "theory_record"]
 
 
 def plan(model_factory: Any, grid: dict, **kw: Any) -> Plan:
@@ -68,7 +70,8 @@ def plan(model_factory: Any, grid: dict, **kw: Any) -> Plan:
         As :func:`sweep`.
     **kw
         ``fixed``, ``samples`` (required), ``seed``, ``target``, ``dtype``,
-        ``thresholds``, ``out``, ``resume``, ``backend``: as :func:`sweep`.
+        ``thresholds``, ``out``, ``resume``, ``backend``, ``theory``: as
+        :func:`sweep`.
 
     Returns
     -------
@@ -100,7 +103,8 @@ def plan(model_factory: Any, grid: dict, **kw: Any) -> Plan:
 def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples: int,
           seed: int = 0, target: Any = "argmax", dtype: str = "float32",
           thresholds: Any = _config.DEFAULT_THRESHOLDS, out: Any = None, resume: bool = False,
-          progress: Any = True, client: Any = None, backend: str = "auto") -> pd.DataFrame:
+          progress: Any = True, client: Any = None, backend: str = "auto",
+          theory: Any = False) -> pd.DataFrame:
     r"""Simulate every point of a parameter grid; a tidy pandas DataFrame.
 
     Each point is one :func:`fastsoftmax.simulate` of the point's model,
@@ -144,6 +148,19 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         Passed on to :func:`fastsoftmax.simulate`.
     backend : {"auto", "cpu", "cuda"}, default "auto"
         As :func:`fastsoftmax.simulate`.
+    theory : bool or {0, 1}, default False
+        Add the predictions of :mod:`fastsoftmax.theory` beside the
+        measurements (needs SciPy): for every observable
+        ``<name>_theory_below_<t>`` (P(obs < t)), ``<name>_theory_q0.5``
+        (the median) and ``<name>_theory_mean`` (exact, n <= 2), plus
+        ``entropy_theory_rem_mean`` and ``max_prob_theory_rem_mean`` (the
+        random energy model, n > 2) and ``theory_order``; NaN wherever no
+        law covers the point or the law states no accuracy there (see
+        :func:`theory_record`).  ``True`` uses the saturation law at order 1
+        for Gaussian and Shifted (about 1 s a point) and order 0 for
+        DotProduct (its order 1 is a chi^2 mixture of quadratures: seconds
+        per observable); 0 or 1 forces an order.  A table written with
+        theory columns resumes only with the same setting.
 
     Returns
     -------
@@ -152,7 +169,8 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         first), ``target``, ``dtype``, ``samples``, then for every observable
         ``<name>_mean``, ``_std``, ``_sem``, ``_min``, ``_max``, ``_log10_mean``,
         ``_log10_std``, ``_log10_sem``, ``_nonfinite``, ``_q0.01`` ... ``_q0.99``,
-        ``_below_<t>`` for each threshold, and ``config`` (the point's key, JSON).
+        ``_below_<t>`` for each threshold, the theory columns with ``theory``,
+        and ``config`` (the point's key, JSON).
 
     Raises
     ------
@@ -177,9 +195,15 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
     ...               samples=2000, progress=False)
     >>> bool(df["jac_diag_max_q0.5"].iloc[0] > df["jac_diag_max_q0.5"].iloc[1])
     True
+    >>> df = fs.sweep(fs.models.Gaussian, {"scale": [49.0]}, fixed={"n": 64}, samples=20_000,
+    ...               progress=False, theory=True)
+    >>> print(df[["jac_diag_max_below_1e-06", "jac_diag_max_theory_below_1e-06"]].round(3))
+       jac_diag_max_below_1e-06  jac_diag_max_theory_below_1e-06
+    0                     0.497                            0.498
     """
     p = Plan(model_factory, grid, fixed=fixed, samples=samples, seed=seed, target=target,
-             dtype=dtype, thresholds=thresholds, out=out, resume=resume, backend=backend)
+             dtype=dtype, thresholds=thresholds, out=out, resume=resume, backend=backend,
+             theory=theory)
     check_progress(progress)
     return p.run(progress=progress, client=client)
 

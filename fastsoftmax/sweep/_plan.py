@@ -22,6 +22,7 @@ from ..summary import Stat
 from ..summary import Summary
 from ._table import (OUT_FORMATS, Lock, frame, read_table, remove_stale_tmp,
                      require, write_table)
+from ._theory import check_theory, theory_columns, theory_order, theory_record
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -361,6 +362,10 @@ class Plan:
         Continue the sweep in ``out``: skip its points, keep its other rows.
     backend : {"auto", "cpu", "cuda"}, default "auto"
         As :func:`fastsoftmax.simulate`.
+    theory : bool or {0, 1}, default False
+        Add the laws' prediction columns (``<obs>_theory_...``, see
+        :func:`~fastsoftmax.sweep.sweep`); 0 or 1 forces the order of the
+        saturation law.
 
     Attributes
     ----------
@@ -370,7 +375,8 @@ class Plan:
         The points not computed yet (not in ``out``).
     columns : list of str
         The table's columns: parameters, ``target``, ``dtype``, ``samples``,
-        :func:`stat_columns`, ``config``.
+        :func:`stat_columns`, the theory columns (with ``theory``),
+        ``config``.
     out : str or None
         The absolute path of the output file.
 
@@ -400,7 +406,7 @@ class Plan:
                  fixed: dict[str, Any] | None = None, samples: int, seed: int = 0,
                  target: Any = "argmax", dtype: Any = "float32",
                  thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS, out: Any = None,
-                 resume: bool = False, backend: str = "auto") -> None:
+                 resume: bool = False, backend: str = "auto", theory: Any = False) -> None:
         factory, model_name, names, required = resolve_factory(model_factory)
         axes, fixed = _check_grid(grid, fixed, names, model_name)
         missing = [r for r in required if r not in axes and r not in fixed]
@@ -411,6 +417,7 @@ class Plan:
         self.seed = check_seed(seed)
         self.dtype = check_dtype(dtype)
         self.thresholds = tuple(float(t) for t in check_thresholds(thresholds))
+        self.theory = check_theory(theory)      # ValueError / ImportError (SciPy) now
         if isinstance(target, (np.integer,)):
             target = int(target)
         self.target = target
@@ -440,10 +447,12 @@ class Plan:
             seen[key] = gp
             self.points.append(Point(i, gp, model, key))
         self.model_name = self.points[0].model.name
+        self._by_key = {p.key: p for p in self.points}
         params0 = list(self.points[0].model.params)
         self.param_order = list(axes) + [k for k in params0 if k not in axes]
         self.columns = self.param_order + ["target", "dtype", "samples"] + \
-            stat_columns(self.thresholds) + ["config"]
+            stat_columns(self.thresholds) + \
+            (theory_columns(self.thresholds) if self.theory is not False else []) + ["config"]
         self.out: str | None = None
         self.format: str | None = None
         self.resume = bool(resume)
@@ -492,6 +501,11 @@ class Plan:
             raise ValueError(f"{self.out} cannot be read as a sweep table ({e}); "
                              "use another file") from None
         if list(df.columns) != self.columns:
+            had = "theory_order" in df.columns
+            if had != (self.theory is not False):
+                raise ValueError(f"{self.out} was written {'with' if had else 'without'} "
+                                 f"theory=True: resume it {'with' if had else 'without'} "
+                                 "theory, or use another file")
             raise ValueError(f"{self.out} was written by a different sweep (its columns differ "
                              "from this sweep's): use another file")
         ours = {p.key for p in self.points}
@@ -520,6 +534,12 @@ class Plan:
                                  "it was not written by fastsoftmax.sweep")
             rec = {c: _plain(rec[c]) for c in self.columns}
             if key in ours:
+                if self.theory is not False:
+                    want = theory_order(self.theory, self._by_key[key].model)
+                    if rec["theory_order"] != want:
+                        raise ValueError(f"{self.out} has theory columns of order "
+                                         f"{rec['theory_order']} where this sweep computes "
+                                         f"order {want}: use the same theory setting")
                 self.done[key] = rec
             else:
                 self.kept.append(rec)
@@ -592,6 +612,9 @@ class Plan:
                                  backend=self.backend, progress=False, client=client)
                 rec = point_record(p.model, s, self.target, self.dtype, self.param_order,
                                    p.grid)
+                if self.theory is not False:
+                    rec.update(theory_record(p.model, self.target, self.thresholds,
+                                             theory_order(self.theory, p.model)))
                 rec["config"] = p.key
                 done[p.key] = rec
                 if self.out:

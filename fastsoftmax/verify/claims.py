@@ -24,8 +24,10 @@ __all__ = [
     "Est", "Check", "Claim", "est_mean", "est_log10_mean", "est_quantile", "est_fraction",
     "measures", "below", "above", "ratio_below", "drop", "within_factor", "close", "near",
     "same", "all_of", "judge_saturation", "judge_flat", "judge_literal", "judge_shift",
-    "judge_ce_right", "judge_ce_wrong", "crossing", "judge_scale",
+    "judge_ce_right", "judge_ce_wrong", "crossing", "judge_scale", "judge_band",
+    "judge_prediction", "judge_law", "judge_critical",
     "DEFAULT_SAMPLES", "N", "D_K", "OFFSETS", "SCALES", "TARGETS", "LITERAL", "Z", "LEVEL",
+    "CONTEXT_N", "CONTEXT_D_K", "CONTEXT_LOGITS",
     "SKETCH_REL", "HOLDS", "FAILS", "INCONCLUSIVE",
 ]
 
@@ -49,6 +51,12 @@ Z = 4.0
 LEVEL = 1e-6
 #: Relative resolution of the quantiles (the DDSketch-style sketch's 1%).
 SKETCH_REL = 0.01
+#: The context lengths n of ``verify --context`` (DotProduct, scaled and unscaled).
+CONTEXT_N = (16, 64, 256, 1024, 4096, 16384, 65536)
+#: The key dimension of the context-length experiment (the Transformer's d_k = 512 / 8 heads).
+CONTEXT_D_K = 64
+#: Logits per point of the context-length experiment: rows = min(samples, this / n).
+CONTEXT_LOGITS = 2 ** 28
 #: The verdicts.
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
 
@@ -666,6 +674,100 @@ def all_of(checks: Iterable[Check]) -> str:
     return INCONCLUSIVE
 
 
+def judge_band(a: Est, lo: float, hi: float, what: str = "value") -> Check:
+    """Criterion lo <= a <= hi for a band that a law states, within a's bounds.
+
+    Fails if a's Z-SE bounds lie wholly outside [lo, hi]; holds if they
+    meet it and the measurement resolves the band (its bounds are no wider
+    than the band or than the band's centre, so that a vanishing band is not
+    "met" by a measurement that cannot tell it from twice its value);
+    inconclusive otherwise (more samples would decide).
+
+    Parameters
+    ----------
+    a : Est
+        The measurement.
+    lo, hi : float
+        The band: a prediction -/+ its stated accuracy, or exact bounds.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict and the comparison.
+
+    See Also
+    --------
+    judge_prediction : The band of a prediction and its stated accuracy.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, judge_band
+    >>> judge_band(Est.normal(0.59, 0.0007), 0.50, 0.59, "fraction").verdict
+    'holds'
+    >>> judge_band(Est.normal(0.70, 0.0007), 0.50, 0.59).verdict
+    'fails'
+    >>> judge_band(Est.normal(0.004, 0.003), 0.0035, 0.0045).verdict
+    'inconclusive'
+    """
+    lo, hi = float(min(lo, hi)), float(max(lo, hi))
+    apart = a.hi < lo or a.lo > hi
+    resolved = (a.hi - a.lo) <= max(hi - lo, abs(lo + hi) / 2)
+    return Check(_v(not apart and resolved, apart),
+                 f"{what} {a.value:.4g} ± {a.se:.2g} in [{lo:.4g}, {hi:.4g}]")
+
+
+def judge_prediction(a: Est, predicted: float, rel: float, abs_tol: float = 0.0,
+                     what: str = "value") -> Check:
+    """Criterion: a measurement agrees with a law's prediction within its stated accuracy.
+
+    The band is predicted -/+ (rel |predicted| + abs_tol), the accuracy the
+    law states there (:func:`fastsoftmax.theory.stated_accuracy`), and the
+    measurement's Z-SE bounds must meet it (:func:`judge_band`): fails if
+    they lie wholly outside, holds if they meet it and resolve it,
+    inconclusive otherwise.
+
+    Parameters
+    ----------
+    a : Est
+        The measurement.
+    predicted : float
+        The law's value.
+    rel : float
+        The law's stated relative accuracy there (finite: where the law
+        states none, there is nothing to judge).
+    abs_tol : float, default 0.0
+        The law's stated absolute accuracy there.
+    what : str, default "value"
+        What is compared, for the check's text.
+
+    Returns
+    -------
+    Check
+        The verdict, the measurement and the prediction with its accuracy.
+
+    Raises
+    ------
+    ValueError
+        If ``rel`` or ``abs_tol`` is not a finite number >= 0.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, judge_prediction
+    >>> judge_prediction(Est.normal(0.590, 0.0007), 0.5905, 0.005, what="fraction")
+    Check(verdict='holds', text='fraction 0.59 ± 0.0007 vs law 0.5905 ± 0.003 (stated)')
+    >>> judge_prediction(Est.normal(0.62, 0.0007), 0.5905, 0.005).verdict
+    'fails'
+    """
+    if not (math.isfinite(rel) and rel >= 0 and math.isfinite(abs_tol) and abs_tol >= 0):
+        raise ValueError(f"rel and abs_tol must be finite and >= 0, got {rel!r}, {abs_tol!r}")
+    tol = rel * abs(predicted) + abs_tol
+    c = judge_band(a, predicted - tol, predicted + tol, what)
+    return Check(c.verdict, f"{what} {a.value:.4g} ± {a.se:.2g} vs law {predicted:.4g} ± "
+                            f"{tol:.2g} (stated)")
+
+
 def _ratio(a, b):
     return f"{a / b:.3g}" if b else "inf"
 
@@ -975,6 +1077,106 @@ def judge_scale(cross_gauss: dict[str, Any] | None, cross_dk: dict[str, Any] | N
     return checks
 
 
+def judge_law(points: Sequence[dict[str, Any]]) -> list[Check]:
+    """Claims 8 and 10-11: measurements against a law, within its stated accuracy.
+
+    Each point is judged by :func:`judge_prediction` where the law states an
+    accuracy (a finite ``rel``) and, where the point has exact bounds, by
+    :func:`judge_band` on them; points outside the law's stated domain are
+    shown in the evidence but not judged.  With no point judged the claim
+    is inconclusive (nothing was tested).
+
+    Parameters
+    ----------
+    points : sequence of dict
+        ``what`` (str), ``measured`` (:class:`Est`), ``predicted`` (float),
+        ``rel`` and ``abs`` (the stated accuracy:
+        :func:`fastsoftmax.theory.stated_accuracy`; ``rel`` NaN where none
+        is stated) and optionally ``lo``, ``hi`` (exact bounds).
+
+    Returns
+    -------
+    list of Check
+        One or two per judged point.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_law
+    >>> p = dict(what="d_k=4096", measured=Est.normal(0.590, 0.0007), predicted=0.5905,
+    ...          rel=0.005, abs=0.0, lo=0.502, hi=0.592)
+    >>> all_of(judge_law([p, dict(p, what="d_k=1", rel=float("nan"))]))
+    'holds'
+    >>> all_of(judge_law([dict(p, measured=Est.normal(0.55, 0.0007))]))
+    'fails'
+    """
+    checks = []
+    for p in points:
+        rel = float(p.get("rel", math.nan))
+        if not math.isfinite(rel):
+            continue
+        checks.append(judge_prediction(p["measured"], p["predicted"], rel,
+                                       float(p.get("abs", 0.0)), p["what"]))
+        if p.get("lo") is not None and p.get("hi") is not None:
+            checks.append(judge_band(p["measured"], p["lo"], p["hi"],
+                                     f"{p['what']} (exact bounds)"))
+    if not checks:
+        checks.append(Check(INCONCLUSIVE, "no point inside the law's stated domain"))
+    return checks
+
+
+def judge_critical(at_star: Est, predicted: float, rel: float, star: float,
+                   cross: dict[str, Any] | None, what: str = "sigma*") -> list[Check]:
+    """Claim 9, one sweep: the law's critical point, measured where it predicts it.
+
+    At the predicted critical point (sigma* or d_k*) the fraction of rows
+    below ``LEVEL`` is the law's (1/2) within its stated accuracy
+    (:func:`judge_prediction`), and the predicted point lies in the grid
+    interval where the sweep's median crosses ``LEVEL``
+    (:func:`crossing`): holds if it does and the crossing is located beyond
+    the standard errors, fails if it lies outside a located interval.
+
+    Parameters
+    ----------
+    at_star : Est
+        The fraction below ``LEVEL`` measured at the predicted point.
+    predicted : float
+        The law's fraction there (1/2 up to the rounding of the point).
+    rel : float
+        The law's stated relative accuracy of that fraction.
+    star : float
+        The predicted critical point, in the sweep's x (sigma, or sqrt(d_k)).
+    cross : dict or None
+        :func:`crossing` of the sweep (None: it never crosses).
+    what : str, default "sigma*"
+        Its name, for the checks' text.
+
+    Returns
+    -------
+    list of Check
+        The two conditions.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify import Est, all_of, judge_critical
+    >>> c = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
+    >>> all_of(judge_critical(Est.normal(0.4995, 0.0007), 0.5, 0.005, 49.23, c))
+    'holds'
+    >>> all_of(judge_critical(Est.normal(0.4995, 0.0007), 0.5, 0.005, 70.0, c))
+    'fails'
+    """
+    checks = [judge_prediction(at_star, predicted, rel, 0.0,
+                               f"fraction < {LEVEL:g} at the predicted {what}")]
+    if cross is None:
+        checks.append(Check(FAILS, f"the sweep never crosses {LEVEL:g}"))
+        return checks
+    inside = cross["x_lo"] <= star <= cross["x_hi"]
+    text = (f"predicted {what} {star:.4g} in the measured crossing interval "
+            f"[{cross['x_lo']:.4g}, {cross['x_hi']:.4g}]")
+    sig = bool(cross["significant"])
+    checks.append(Check(_v(inside and sig, not inside and sig), text))
+    return checks
+
+
 @dataclasses.dataclass
 class Claim:
     """A claim of ``verify``, the evidence measured and its computed verdict.
@@ -1051,7 +1253,11 @@ def _pick(summaries, name, **want):
     raise KeyError(f"no {name} point with {want}")
 
 
-def _claims(S, lit):
+def _claims(S, lit, P=None):
+    """The claims from the summaries ``S``, the literal results ``lit`` and the
+    laws' predictions ``P`` (:mod:`.predict`; claims 8-11 need them)."""
+    P = P or {}
+    pc = P.get("claims")
     dk0, dk1 = D_K[0], D_K[-1]
     ds = lambda d_k, scaled, target="argmax": _pick(S, "dotproduct", d_k=d_k,  # noqa: E731
                                                     scaled=scaled, target=target)
@@ -1065,7 +1271,8 @@ def _claims(S, lit):
         f"unscaled jac_diag_max, d_k={dk0} -> {dk1}: median {_e(small['median'])} -> "
         f"{_e(large['median'])}; mean {_e(small['mean'])} -> {_e(large['mean'])}; log10-mean "
         f"{_f(small['log10_mean'])} -> {_f(large['log10_mean'])}; fraction < {LEVEL:g} "
-        f"{_p(small['below'])} -> {_p(large['below'])}",
+        f"{_p(small['below'])} -> {_p(large['below'])}"
+        + (f" (law {pc['dk'][dk1]['predicted']:.4f}: claim 8)" if pc else ""),
         f"d_k={dk1} vs {dk0}: median < 1e-3 x, log10-mean down by > 3, mean < 0.5 x, "
         "each beyond 4 SE; over 25% of rows below 1e-6",
         judge_saturation(small, large),
@@ -1168,8 +1375,12 @@ def _claims(S, lit):
           f"sigma* = {cg['x']:.3g} (between {cg['x_lo']:.3g} and {cg['x_hi']:.3g}; "
           f"temperature 1/sigma* = {1 / cg['x']:.3g})" if cg else
           f"median never falls below {LEVEL:g} for sigma = {gx[0]:g}..{gx[-1]:g}")
+    if cg and pc:
+        ev += f" (law {pc['sigma_star']:.4g}: claim 9)"
     ev += (f"; unscaled d_k sweep: d_k* = {cd['x'] ** 2:.4g}, sqrt = {cd['x']:.3g}" if cd else
            f"; the d_k sweep never crosses {LEVEL:g}")
+    if cd and pc:
+        ev += f" (law {pc['dk_star']:.4g})"
     claims.append(Claim(
         "scale", "Saturation is set by the logit scale: Gaussian logits cross "
         f"median jac_diag_max = {LEVEL:g} at sigma* = sqrt(d_k*) of the unscaled sweep",
@@ -1179,7 +1390,138 @@ def _claims(S, lit):
         judge_scale(cg, cd),
         {"gaussian_crossing": cg, "dk_crossing": cd,
          "gaussian_median": {f"{x:.6g}": e for x, e in zip(gx, gm)}}))
+    if pc is not None and "law" in S:
+        claims.extend(_law_claims(S, pc, m, cg, cd))
+    if "context" in S and "context" in P:
+        claims.extend(_context_claims(S, P["context"]))
     return claims
+
+
+def _law_claims(S, pc, m, cg, cd):
+    """Claims 8 and 9: the saturation law beside the d_k sweep and sigma*, d_k*."""
+    order = pc["order"]
+    pts, inside, outside = [], [], []
+    for d in D_K:
+        q = pc["dk"][d]
+        meas = m[d]["below"]
+        pts.append(dict(what=f"d_k={d}", measured=meas, predicted=q["predicted"], rel=q["rel"],
+                        abs=q["abs"], lo=q["lo"], hi=q["hi"]))
+        if math.isfinite(q["rel"]):
+            inside.append(f"d_k={d}: {_p4(meas)} vs {q['predicted']:.4f} ± {_pct(q['rel'])}")
+        else:
+            outside.append(f"{d}: {_p(meas)} (bounds {q['lo']:.2g}..{q['hi']:.2g})")
+    claims = [Claim(
+        "law_dk", f"The saturation law (order {order}) predicts the unscaled fraction of rows "
+        f"below {LEVEL:g} at each d_k (DotProduct, n={N})",
+        "measured vs law: " + "; ".join(inside) + "; outside the law's domain (m > 1/2), "
+        "not judged, d_k=" + ", ".join(outside),
+        "each d_k where the law states an accuracy (m = sigma_c/sqrt(d_k) <= 1/2): the "
+        "fraction within it (0.5% for m <= 1/8, 2% for <= 1/4, 15% for <= 1/2) and inside "
+        "the exact bounds, 4 SE",
+        judge_law(pts), {"points": {str(d): dict(pc["dk"][d], measured=m[d]["below"])
+                                    for d in D_K}})]
+    g = _pick(S, "law", scale=pc["sigma_star"])["jac_diag_max"]
+    k = _pick(S, "law", d_k=pc["dk_point"])["jac_diag_max"]
+    fg = est_fraction(g.fraction_below(LEVEL), g.count)
+    fk = est_fraction(k.fraction_below(LEVEL), k.count)
+    ag, ak = pc["at_sigma_star"], pc["at_dk_star"]
+    checks = judge_critical(fg, ag["predicted"], ag["rel"], pc["sigma_star"], cg, "sigma*")
+    checks += judge_critical(fk, ak["predicted"], ak["rel"], math.sqrt(pc["dk_star"]), cd,
+                             "sqrt(d_k*)")
+
+    def rel_diff(c, law):
+        return f"{c['x']:.4g} ({(c['x'] / law - 1):+.1%})" if c else "none"
+
+    claims.append(Claim(
+        "law_scale", f"The law predicts sigma* and d_k*: half the rows below {LEVEL:g} there, "
+        "where the sweeps cross",
+        f"sigma* = {pc['sigma_star']:.4g} (law, ± {_pct(pc['sigma_star_rel'])}): fraction < "
+        f"{LEVEL:g} there {_p4(fg)} (law {ag['predicted']:.4f}); the scale sweep crosses at "
+        f"{rel_diff(cg, pc['sigma_star'])} by interpolation; d_k* = {pc['dk_star']:.4g} (law, "
+        f"± {_pct(pc['dk_star_rel'])}): at d_k={pc['dk_point']} {_p4(fk)} (law "
+        f"{ak['predicted']:.4f}); the d_k sweep crosses at "
+        f"{rel_diff(dict(cd, x=cd['x'] ** 2) if cd else None, pc['dk_star'])}",
+        "at the predicted sigma* and d_k*: the fraction below 1e-6 equals the law's (1/2) "
+        "within its stated accuracy (4 SE); each predicted point lies in the grid interval "
+        "where the sweep's median crosses 1e-6",
+        checks, {"sigma_star": pc["sigma_star"], "dk_star": pc["dk_star"],
+                 "at_sigma_star": fg, "at_dk_star": fk}))
+    return claims
+
+
+def _context_claims(S, pcx):
+    """Claims 10 and 11: the context-length axis beside the laws of large n."""
+    rows = {(p["scaled"], p["n"]): s for p, s in S["context"]}
+    ns = sorted({n for _, n in rows})
+    sat, rem = [], []
+    for scaled in (False, True):
+        for n in ns:
+            s = rows[(scaled, n)]
+            q = pcx[f"{'scaled' if scaled else 'unscaled'}:{n}"]
+            tag = f"{'scaled' if scaled else 'unscaled'} n={n}"
+            j = s["jac_diag_max"]
+            fb = est_fraction(j.fraction_below(LEVEL), j.count)
+            b = q["below"]
+            sat.append(dict(what=tag, measured=fb, predicted=b["predicted"], rel=b["rel"],
+                            abs=b["abs"], lo=b["lo"], hi=b["hi"]))
+            for name, stat, key in (("entropy", s["entropy"], "entropy"),
+                                    ("max_prob", s["max_prob"], "max_prob_mean")):
+                e = est_mean(stat)
+                pr = q[key]
+                rem.append(dict(what=f"{tag} mean {name}", measured=e, predicted=pr["predicted"],
+                                rel=pr["rel"], abs=pr["abs"], group=f"{name}, "
+                                f"{'scaled' if scaled else 'unscaled'}", n=n))
+    un = [rows[(False, n)]["jac_diag_max"] for n in ns]
+    f0 = est_fraction(un[0].fraction_below(LEVEL), un[0].count)
+    f1 = est_fraction(un[-1].fraction_below(LEVEL), un[-1].count)
+    checks = [drop(f0, f1, 0.0, f"unscaled fraction < {LEVEL:g}, n={ns[0]} -> {ns[-1]}")]
+    checks += judge_law(sat)
+    claims = [Claim(
+        "context_saturation", f"At a fixed logit scale, longer contexts saturate less: the "
+        f"fraction below {LEVEL:g} falls with n (DotProduct, d_k={CONTEXT_D_K}), as the "
+        "saturation law predicts",
+        f"unscaled fraction < {LEVEL:g}: n={ns[0]} {_p4(f0)} -> n={ns[-1]} {_p4(f1)}; "
+        "against the law where it states an accuracy: " + _departures(
+            [dict(p, group="unscaled fraction", n=int(p["what"].split("=")[1])) for p in sat]),
+        f"the fraction at n={ns[0]} above that at n={ns[-1]} (4 SE); at each n where the "
+        "law states an accuracy (m <= 1/2), within it and inside the exact bounds",
+        checks, {"fraction_first": f0, "fraction_last": f1})]
+    claims.append(Claim(
+        "context_rem", "The random energy model predicts the mean entropy and max_prob "
+        "against n, diffuse (scaled) and frozen (unscaled)",
+        "against the law where it states an accuracy: " + _departures(rem),
+        "mean entropy and max_prob within the REM's stated accuracy at each n where it "
+        "states one (diffuse: sigma <= sigma_c/2; frozen: sigma >= 2 sigma_c), 4 SE",
+        judge_law(rem), {}))
+    return claims
+
+
+def _p4(est):
+    return f"{est.value:.4f} ± {est.se:.1g}"
+
+
+def _pct(rel):
+    return f"{100 * rel:.3g}%"
+
+
+def _departures(points):
+    """Per group of judged points: the n range and the largest relative
+    departure from the law, with the stated accuracy there."""
+    groups: dict[str, list] = {}
+    for p in points:
+        if math.isfinite(p["rel"]):
+            groups.setdefault(p["group"], []).append(p)
+    parts = []
+    for g, ps in groups.items():
+        worst = max(ps, key=lambda p: abs(p["measured"].value / p["predicted"] - 1)
+                    if p["predicted"] else math.inf)
+        d = worst["measured"].value - worst["predicted"]
+        tol = worst["rel"] * abs(worst["predicted"]) + worst["abs"]
+        rel = d / worst["predicted"] if worst["predicted"] else math.inf
+        parts.append(f"{g} n={min(p['n'] for p in ps)}..{max(p['n'] for p in ps)}: largest "
+                     f"departure {rel:+.1%} at n={worst['n']} ({worst['measured'].value:.4g} vs "
+                     f"{worst['predicted']:.4g}, stated ± {tol:.2g})")
+    return "; ".join(parts) or "none"
 
 
 def _sci(x):

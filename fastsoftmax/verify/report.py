@@ -1,5 +1,7 @@
 """The text report of ``verify``."""
-from .claims import D_K, HOLDS, INCONCLUSIVE, LEVEL, N, TARGETS, _pick
+import math
+
+from .claims import CONTEXT_D_K, D_K, HOLDS, INCONCLUSIVE, LEVEL, N, TARGETS, _pick
 
 
 def _wrap(text, width):
@@ -7,11 +9,25 @@ def _wrap(text, width):
     return textwrap.wrap(text, width) or [""]
 
 
+def _law_cell(q):
+    """The law's fraction at a d_k: its prediction where it states an
+    accuracy, else (< its exact upper bound)."""
+    if q is None:
+        return ""
+    if math.isfinite(q["predicted"]) and math.isfinite(q["rel"]):
+        return f"{q['predicted']:.4f}"
+    return f"(<{q['hi']:.2g})"
+
+
 def format_report(res, width=100):
     m = res.meta
+    P = getattr(res, "predictions", None) or {}
+    pc = P.get("claims")
     lines = [f"fastsoftmax {m['version']} verify: {m['samples']:,} logit vectors per point, "
              f"{m['points']} points, seed {m['seed']} for all (common random numbers), "
-             f"backend {m['backend']}, {m['threads']} threads: {m['seconds']:.1f} s", ""]
+             f"backend {m['backend']}, {m['threads']} threads: {m['seconds']:.1f} s"
+             + (f" (the laws: {m['theory_seconds']:.1f} s)" if "theory_seconds" in m else ""),
+             ""]
     L = res.literal["literal"]
     lines.append("softmax([100, 101, 99]) = [" + ", ".join(f"{v:.6f}" for v in L["p"])
                  + "]   (float64, fs.softmax; the same for [0, 1, -1])")
@@ -22,8 +38,10 @@ def format_report(res, width=100):
 
     S = res.summaries
     lines.append(f"DotProduct, n={N}, per d_k: median jac_diag_max [fraction below "
-                 f"{LEVEL:g}] and median cross-entropy 1 - p_y per target")
-    lines.append(f"{'d_k':>6}  {'unscaled':>18}  {'scaled':>18}   "
+                 f"{LEVEL:g}] and median cross-entropy 1 - p_y per target"
+                 + (f"; law: the saturation law's fraction (order {pc['order']}), "
+                    "(< its exact bound) outside its domain" if pc else ""))
+    lines.append(f"{'d_k':>6}  {'unscaled':>18}  {'law' if pc else '':>8}  {'scaled':>18}   "
                  f"{'1-p_y argmax':>12} {'random':>8} {'sampled':>9}  (unscaled)")
     for d in D_K:
         cells = []
@@ -32,9 +50,13 @@ def format_report(res, width=100):
             cells.append(f"{s.median:9.3g} [{s.fraction_below(LEVEL):5.3f}]")
         ce = [_pick(S, "dotproduct", d_k=d, scaled=False, target=t)["ce_grad_target"].median
               for t in TARGETS]
-        lines.append(f"{d:>6}  {cells[0]:>18}  {cells[1]:>18}   {ce[0]:>12.3g} {ce[1]:>8.3g} "
-                     f"{ce[2]:>9.3g}")
+        law = _law_cell(pc["dk"][d]) if pc else ""
+        lines.append(f"{d:>6}  {cells[0]:>18}  {law:>8}  {cells[1]:>18}   {ce[0]:>12.3g} "
+                     f"{ce[1]:>8.3g} {ce[2]:>9.3g}")
     lines.append("")
+    if "context" in S and P.get("context"):
+        lines.extend(_context_table(res, P["context"], width))
+        lines.append("")
 
     wc, wv = 30, 12
     we = max(30, width - wc - wv - 6)
@@ -59,3 +81,57 @@ def format_report(res, width=100):
         wrapped = _wrap(txt, width - 2)
         lines.extend(["  " + wrapped[0]] + ["     " + w for w in wrapped[1:]])
     return "\n".join(lines)
+
+
+def _pred(value, q=None, spec=".4g"):
+    """A prediction: [v] where the law states an accuracy (judged), (v) where
+    it is shown only, - where it has none."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    judged = q is not None and math.isfinite(q.get("rel", math.nan))
+    return f"[{value:{spec}}]" if judged else f"({value:{spec}})"
+
+
+def _context_table(res, pcx, width=100):
+    m = res.meta
+    rows = {(p["scaled"], p["n"]): s for p, s in res.summaries["context"]}
+    ns = sorted({n for _, n in rows})
+    out = _wrap(f"Context length: DotProduct(n, d_k={CONTEXT_D_K}), target argmax, "
+                f"min({m['samples']:,}, 2^28/n) rows per point ({m.get('context_seconds', 0):.1f}"
+                " s), m = sigma_c/sigma (sigma_c = sqrt(2 ln n)); measured, then the law: "
+                "[judged within its stated accuracy] or (shown only: outside its stated "
+                "domain)", width)
+    head = f"{'n':>6} {'rows':>8} {'m':>5} {'phase':>9}"
+    tab1 = [f"{head}  {'mean entropy':>19}  {'mean max_prob':>17}  {'median max_prob':>17}"]
+    tab2 = [f"{head}  {'median jac_diag_max':>19}  {'fraction < ' + format(LEVEL, 'g'):>18}  "
+            f"{'E[max logit]':>13}"]
+    for scaled in (False, True):
+        key = "scaled" if scaled else "unscaled"
+        title = f"{key} (typical logit scale {pcx[f'{key}:{ns[0]}']['scale']:.3g}):"
+        tab1.append(title)
+        tab2.append(title)
+        for n in ns:
+            s = rows[(scaled, n)]
+            q = pcx[f"{key}:{n}"]
+            e, mp, j = s["entropy"], s["max_prob"], s["jac_diag_max"]
+            left = f"{n:>6} {s.samples:>8,} {q['m']:>5.2f} {q['phase']:>9}"
+            ent = f"{e.mean:.4f} {_pred(q['entropy']['predicted'], q['entropy'], '.4f')}"
+            mpm = f"{mp.mean:.4f} " \
+                  f"{_pred(q['max_prob_mean']['predicted'], q['max_prob_mean'], '.4f')}"
+            med = f"{mp.median:.4f} {_pred(q['max_prob_median'], None, '.4f')}"
+            tab1.append(f"{left}  {ent:>19}  {mpm:>17}  {med:>17}")
+            b = q["below"]
+            frac = f"{j.fraction_below(LEVEL):.4f} " + (
+                _pred(b["predicted"], b, ".4f") if math.isfinite(b["predicted"])
+                else f"(<{b['hi']:.1g})")
+            em = f"({q['expected_max']:.3g}, {q['expected_max_leading']:.3g})"
+            tab2.append(f"{left}  {j.median:>19.3g}  {frac:>18}  {em:>13}")
+    out.extend("  " + w for w in _wrap(
+        "entropy and mean max_prob: random energy model (diffuse ln n - sigma^2/2 + 1/n term; "
+        "frozen Poisson-Dirichlet); median max_prob: its PD median", width - 2))
+    out.extend(tab1)
+    out.extend("  " + w for w in _wrap(
+        f"fraction < {LEVEL:g}: saturation law (order 1); E[max logit]: extreme values, not "
+        "measured (sigma (b_n + gamma_E/b_n), sigma sqrt(2 ln n))", width - 2))
+    out.extend(tab2)
+    return out

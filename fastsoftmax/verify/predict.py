@@ -1,0 +1,111 @@
+"""The laws' predictions for ``verify``'s experiments (:mod:`fastsoftmax.theory`).
+
+Everything here depends only on the experiments' constants (n, the d_k and
+scale grids, the level), never on the samples or the seed, so each set is
+computed once per process and cached.  Order 1 of the saturation law
+throughout, where it is affordable: the fractions below the level at the
+d_k of the sweep inside the law's stated domain, sigma* and d_k* (about
+1 s, one chi^2-mixture solve), the context-length axis; the plots' dense
+curves use order 1 for Gaussian logits and show the order they use.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from .claims import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
+
+ORDER = 1
+OBS = "jac_diag_max"
+
+
+def _f(x):
+    return float(np.asarray(x))
+
+
+@functools.lru_cache(maxsize=None)
+def claim_predictions() -> dict[str, Any]:
+    """Claims 1 and 7: the d_k sweep's fraction below LEVEL, sigma*, d_k*."""
+    from .. import theory
+    t0 = time.perf_counter()
+    dk = np.array(D_K, dtype=float)
+    unscaled = theory.Law.dot_product(N, dk, False)
+    lo, hi = unscaled.fraction_bounds(OBS, LEVEL)
+    rel, ab = unscaled.stated_accuracy("fraction_below", ORDER)
+    slo, shi = theory.Law.dot_product(N, dk, True).fraction_bounds(OBS, LEVEL)
+    sigma_star = _f(theory.critical_scale(LEVEL, N, OBS, ORDER))
+    dk_star = _f(theory.critical_d_k(LEVEL, N, OBS, order=ORDER))
+    dk_point = int(round(dk_star))
+    live = np.isfinite(rel)
+    # one chi^2-mixture evaluation: the d_k in the domain and the point d_k*
+    frac = theory.Law.dot_product(N, np.r_[dk[live], dk_point], False).fraction_below(
+        OBS, LEVEL, order=ORDER)
+    pred = np.full(dk.shape, math.nan)
+    pred[live] = frac[:-1]
+    g_rel, _ = theory.Law.gaussian(N, sigma_star).stated_accuracy("fraction_below", ORDER)
+    d_rel, _ = theory.Law.dot_product(N, dk_point, False).stated_accuracy("fraction_below",
+                                                                          ORDER)
+    return dict(
+        order=ORDER, obs=OBS, level=LEVEL, n=N,
+        dk={int(d): dict(predicted=_f(pred[i]), rel=_f(rel[i]), abs=_f(ab[i]), lo=_f(lo[i]),
+                         hi=_f(hi[i])) for i, d in enumerate(D_K)},
+        dk_scaled={int(d): dict(lo=_f(slo[i]), hi=_f(shi[i])) for i, d in enumerate(D_K)},
+        sigma_star=sigma_star, dk_star=dk_star, dk_point=dk_point,
+        sigma_star_rel=_f(theory.stated_accuracy("critical_scale", N, sigma_star, ORDER)[0]),
+        dk_star_rel=_f(theory.stated_accuracy("critical_d_k", N, sigma_star, ORDER)[0]),
+        at_sigma_star=dict(predicted=0.5, rel=_f(g_rel)),
+        at_dk_star=dict(predicted=_f(frac[-1]), rel=_f(d_rel)),
+        seconds=time.perf_counter() - t0)
+
+
+def _phase(n, scale):
+    sc = math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
+    if scale <= 0.5 * sc:
+        return "diffuse"
+    if scale >= 2.0 * sc:
+        return "frozen"
+    return "crossover"
+
+
+@functools.lru_cache(maxsize=None)
+def context_predictions() -> dict[str, Any]:
+    """The context-length axis: REM entropy and max_prob, the saturation law,
+    E[max], per (scaled, n), each with the accuracy the law states."""
+    from .. import theory
+    t0 = time.perf_counter()
+    ns = np.array(CONTEXT_N, dtype=float)
+    out: dict[str, Any] = {}
+    for scaled in (False, True):
+        L = theory.Law.dot_product(ns, CONTEXT_D_K, scaled)
+        typ = L.typical_scale()
+        ent = L.rem_entropy()
+        mp = L.rem_max_prob()
+        with np.errstate(invalid="ignore"):
+            med = L.rem_max_prob_median()
+        emax = L.expected_max()
+        lo, hi = L.fraction_bounds(OBS, LEVEL)
+        rel_f, ab_f = L.stated_accuracy("fraction_below", ORDER)
+        live = np.isfinite(rel_f)
+        frac = np.full(ns.shape, math.nan)
+        if live.any():
+            frac[live] = theory.Law.dot_product(ns[live], CONTEXT_D_K, scaled).fraction_below(
+                OBS, LEVEL, order=ORDER)
+        rel_e, ab_e = L.stated_accuracy("rem_entropy")
+        rel_m, ab_m = L.stated_accuracy("rem_max_prob")
+        sc = theory.freezing_scale(ns)
+        for i, n in enumerate(CONTEXT_N):
+            out[f"{'scaled' if scaled else 'unscaled'}:{n}"] = dict(
+                scaled=scaled, n=n, scale=_f(typ[i]), sigma_c=_f(sc[i]),
+                m=_f(sc[i] / typ[i]), phase=_phase(n, _f(typ[i])),
+                entropy=dict(predicted=_f(ent[i]), rel=_f(rel_e[i]), abs=_f(ab_e[i])),
+                max_prob_mean=dict(predicted=_f(mp[i]), rel=_f(rel_m[i]), abs=_f(ab_m[i])),
+                max_prob_median=_f(med[i]), expected_max=_f(emax[i]),
+                expected_max_leading=_f(typ[i] * math.sqrt(2.0 * math.log(n))),
+                below=dict(predicted=_f(frac[i]), rel=_f(rel_f[i]), abs=_f(ab_f[i]),
+                           lo=_f(lo[i]), hi=_f(hi[i])))
+    out["seconds"] = time.perf_counter() - t0
+    return out
