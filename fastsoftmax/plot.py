@@ -92,7 +92,7 @@ def _dk_law(ax, dot, law):
                     label=f"saturation law (order {law['order']}) ± stated")
     if col in d.columns:
         tw.plot(d["d_k"].to_numpy(float), d[col].to_numpy(float), color="C3", ls="none",
-                marker="x", ms=6, label=f"measured, unscaled")
+                marker="x", ms=6, label="measured, unscaled")
     tw.set_ylim(0, 1)
     tw.set_ylabel(f"fraction of rows with jac_diag_max < {lev:g}", fontsize=8)
     tw.legend(fontsize=7, loc="center left")

@@ -2123,7 +2123,7 @@ def stated_accuracy(what: str, n: ArrayLike, scale: ArrayLike,
                     order: int = 1) -> tuple[np.ndarray, np.ndarray]:
     r"""The accuracy a law states at n logits of scale sigma, as measured.
 
-    A prediction p of the law ``what`` is claimed within rel |p| + abs of
+    A prediction p of the law ``what`` is claimed within rel ``|p|`` + abs of
     the truth; where the law claims nothing (outside its measured domain)
     rel is NaN.  These are the accuracies measured against ``simulate``
     (docs/theory.md and the functions' Notes), as step functions of the

@@ -722,7 +722,7 @@ def judge_prediction(a: Est, predicted: float, rel: float, abs_tol: float = 0.0,
                      what: str = "value") -> Check:
     """Criterion: a measurement agrees with a law's prediction within its stated accuracy.
 
-    The band is predicted -/+ (rel |predicted| + abs_tol), the accuracy the
+    The band is predicted -/+ (rel ``|predicted|`` + abs_tol), the accuracy the
     law states there (:func:`fastsoftmax.theory.stated_accuracy`), and the
     measurement's Z-SE bounds must meet it (:func:`judge_band`): fails if
     they lie wholly outside, holds if they meet it and resolve it,
