@@ -156,10 +156,16 @@ REQUIRED = {
                     "Summary", "Stat", "ApproximationWarning", "OBS_NAMES"],
     "fastsoftmax.models": ["Gaussian", "Shifted", "DotProduct"],
     "fastsoftmax.sweep": ["sweep", "plan", "Plan", "stat_columns", "point_record",
-                          "read_table", "write_table", "SweepLocked"],
+                          "read_table", "write_table", "SweepLocked", "theory_columns",
+                          "theory_record"],
     "fastsoftmax.verify": ["run", "prepare", "Experiment", "VerifyResult", "Claim", "Check",
                            "Est", "judge_saturation", "judge_flat", "judge_literal",
-                           "judge_shift", "judge_ce_right", "judge_ce_wrong", "judge_scale"],
+                           "judge_shift", "judge_ce_right", "judge_ce_wrong", "judge_scale",
+                           "judge_band", "judge_prediction", "judge_law", "judge_critical"],
+    "fastsoftmax.theory": ["Law", "law", "gap_sf", "gap_cdf", "gap_quantile", "gap_median",
+                           "critical_scale", "critical_d_k", "freezing_scale", "rem_entropy",
+                           "rem_max_prob", "rem_max_prob_sf", "expected_max", "stated_accuracy",
+                           "SATURATING"],
 }
 
 
