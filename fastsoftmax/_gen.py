@@ -15,6 +15,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from . import _rng
+from ._simd import vector_width
 
 __all__ = ["GenSpec", "model_row", "GEN_ROWS", "GEN_AFFINE", "GEN_DOT_EXACT",
            "GEN_DOT_EXPLICIT"]
@@ -51,6 +52,7 @@ def model_row(gen, params, seed, row, n, buf, qbuf):
 
     ``qbuf`` is scratch of length >= d_k for the explicit DotProduct.
     """
+    vector_width()
     T = buf.dtype.type
     if gen == GEN_DOT_EXPLICIT:
         d = int(params[2])

@@ -45,6 +45,27 @@ computed as a difference), the natural logs of the observables are
 whichever of the tied indices y is, so no argmax index is ever needed.
 n = 1 (or a single finite logit) is handled exactly: every Jacobian
 observable is 0 (log = -inf).
+
+Negligible terms and subnormals
+-------------------------------
+A term with x_i - m2 below the floor (-29 in float32, -236 in float64) is
+taken as exactly 0 (as a -inf mask is).  Above the floor e_i^3 is still a
+normal float, so the exp pass never produces a subnormal (x86 runs
+subnormal arithmetic ~100x slower: saturated rows ran 5x slower).  The
+dropped terms are < e^-29 = 2.5e-13 (float32) / e^-236 = 3.6e-103 (float64)
+relative to the m2 term, which is 1: R, E2, E3 change by less than n times
+that, relatively; V (which only enters the entropy, beside R L(a) >= log 2)
+by less than n * 29 e^-29 = n * 7.4e-12 absolutely.  Both are far below the
+float32 (2e-5) and float64 (1e-12) accuracy targets for any realistic n.
+
+Summation order
+---------------
+On the CPU every sum is over 16 explicit lanes (element i in lane i % 16;
+float32 lane partials are flushed into float64 lanes every 16 tiles of 16,
+the lanes are summed by a fixed tree: ``_simd``) and compiled without
+``reassoc``: the bits are the same on every CPU.  Other targets (CUDA) use
+the plain per-element loops below (``row_top2``, ``row_sums``); they agree
+to rounding.
 """
 import math
 
@@ -52,9 +73,11 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
+from . import _simd
 from ._inputs import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
 from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
-from ._vmath import fmax, vexp, vlog
+from ._simd import G, vector_width
+from ._vmath import fmax, vexp, vexp_normal, vlog
 
 OBS_NAMES = (
     "max_prob",
@@ -73,18 +96,24 @@ NOBS = len(OBS_NAMES)
 
 INV_LN10 = 1.0 / math.log(10.0)
 LOG_SQRT2 = 0.5 * math.log(2.0)
-# exponent floor: below the float64 underflow limit, so exp() of it is 0 in
-# both dtypes, yet finite so that e * d stays 0 * finite for -inf masks.
-EXP_FLOOR = -1000.0
+# exponent floors (module docstring): x_i - m2 below them counts as an exact
+# 0; at them e^3 is still a normal float (float32: e^-87 > 1.18e-38;
+# float64: e^-708 > 2.2e-308) and exp() needs no range clamp.
+EXP_FLOOR32 = -29.0
+EXP_FLOOR64 = -236.0
+# float32 lane partials are flushed into float64 every FLUSH_TILES tiles of G
+FLUSH_TILES = 16
 
 # The scalar per-row wrap-up is compiled without fastmath whatever the caller's
-# flags: 'reassoc' would, e.g., turn R * (log1p(a) / a) into (R * log1p(a)) / a,
-# which loses every digit when a is subnormal.  Only the vectorized loops
-# (row_top2, row_sums, the block reductions) run under FASTMATH.
+# flags: no FMA contraction (and, were the flags ever widened, no 'reassoc',
+# which would e.g. turn R * (log1p(a) / a) into (R * log1p(a)) / a and lose
+# every digit when a is subnormal).  Only the vectorized loops (row_top2,
+# row_sums, the block reductions) run under FASTMATH.
 strict = register_jitable(fastmath=False, forceinline=True, error_model="numpy")
 
-# the vectorized row loops and their drivers: inlined into the caller (and
-# compiled with the caller's FASTMATH, which their reductions need)
+# the vectorized row loops and their drivers: inlined into the caller and
+# compiled with the caller's FASTMATH (nsz, contract: their order is fixed by
+# the code, see "Summation order")
 hot = register_jitable(forceinline=True, error_model="numpy")
 
 
@@ -103,13 +132,36 @@ def _like_impl(x, c):
     return impl
 
 
-@hot
+def exp_floor(x):
+    """The exponent floor for the dtype of x (an array or a scalar)."""
+    return like(x, EXP_FLOOR32 if np.asarray(x).dtype == np.float32 else EXP_FLOOR64)
+
+
+@overload(exp_floor)
+def _exp_floor_impl(x):
+    ty = x.dtype if isinstance(x, types.Array) else x
+    f = EXP_FLOOR32 if ty == types.float32 else EXP_FLOOR64
+
+    def impl(x):
+        return ty(f)
+
+    return impl
+
+
+def _targets(generic, cpu, **opts):
+    """Register ``generic`` (its Python body: CUDA, the simulator) and, for
+    the CPU target, the implementation ``cpu`` under the name ``generic``."""
+    overload(generic, target="cpu", jit_options=opts, strict=False)(lambda *a: cpu)
+    overload(generic, jit_options=opts, strict=False)(lambda *a: generic)
+    return generic
+
+
 def row_top2(x, n):
     """(m1, m2): the two largest values of x[:n], with multiplicity.
 
-    Three branch-free reductions, each of which vectorizes on its own
-    (fused into one loop they do not): the max (maxNum), the max below it,
-    and the number of ties at the max.  maxNum ignores NaN operands; NaN is
+    CPU: ``_simd.top2`` (16 lanes, one pass).  Elsewhere: three branch-free
+    reductions, the max (maxNum), the max below it, and the number of ties
+    at the max.  Both ignore NaN in m1 (m2 may then be anything); NaN is
     caught by ``row_sums``.
     """
     ninf = like(x, -np.inf)
@@ -130,29 +182,113 @@ def row_top2(x, n):
     return m1, m2
 
 
-@hot
-def row_sums(x, n, m2):
-    """(R, E2, E3, V) of the module docstring, float64 sums.
+def _row_top2_cpu(x, n):
+    vector_width()
+    return _simd.top2(x, 0, n)
 
-    The exp loop is branch-free (two flat selects) so that it vectorizes; a
-    NaN logit propagates into V and R.
+
+_targets(row_top2, register_jitable(forceinline=True, error_model="numpy")(_row_top2_cpu),
+         forceinline=True, error_model="numpy")
+
+
+def row_sums(x, n, m2):
+    """(R, E2, E3, V) of the module docstring, float64 results.
+
+    Per element: d = min(x_i - m2, 0) clamped at the floor, e = exp(d), and
+    e = 0 exactly where x_i < m2 + floor (the floor and -inf masks).  A NaN
+    logit propagates into R and V.  CPU: 16 explicit lanes (``_simd``),
+    float32 input summed in float32 lane partials flushed into float64 lanes
+    every ``FLUSH_TILES`` tiles (relative error <= 15 * 2**-24 ~ 9e-7 worst
+    case, ~1e-7 typically); elsewhere a plain float64 loop.
     """
     zero = like(x, 0.0)
-    floor = like(x, EXP_FLOOR)
+    floor = exp_floor(x)
+    lim = m2 + floor
     r = 0.0
     e2 = 0.0
     e3 = 0.0
     v = 0.0
     for i in range(n):
-        d = x[i] - m2
+        xi = x[i]
+        d = xi - m2
         d = zero if d > zero else d
         d = floor if d < floor else d
-        e = np.float64(vexp(d))
+        e = vexp_normal(d)
+        e = zero if xi < lim else e
+        e = np.float64(e)
         r += e
         e2 += e * e
         e3 += e * e * e
         v -= e * np.float64(d)
     return r - 1.0, e2 - 1.0, e3 - 1.0, v
+
+
+_ROW_P = _simd.stack_array_like(4, G)        # lane partials, dtype of the row
+_ROW_D = _simd.stack_array(np.float64, 4, G)  # float64 lanes
+_ROW_PAD = _simd.stack_array_like(G)         # the last, partial tile
+
+
+@hot
+def _row_sums_cpu(x, n, m2):
+    """``row_sums`` on the CPU: element i in lane i % G of the lane partials
+    P (the dtype of x), tile after tile; every FLUSH_TILES tiles P is added
+    into the float64 lanes D; D's lanes are summed by the fixed tree.  The
+    last, partial tile is read from a copy padded with -inf (exact zeros).
+
+    The loop over the lanes has a large body (the exp), so LLVM vectorizes it
+    instead of unrolling it and keeps P in vector registers; it is written
+    here, not in a helper, so that it is vectorized with this function's
+    vector width and P stays a register (a helper would be vectorized on its
+    own, before inlining, with P in memory).  The zeroing tests x itself
+    against lim = m2 + floor, not the clamped d: with the same predicate LLVM
+    would fold the clamp into the select and exponentiate the unclamped d
+    (subnormal results)."""
+    vector_width()
+    P = _ROW_P(x)
+    D = _ROW_D()
+    pad = _ROW_PAD(x)
+    zero = like(x, 0.0)
+    floor = exp_floor(x)
+    lim = m2 + floor
+    for c in range(4):
+        for l in range(G):
+            P[c, l] = 0
+            D[c, l] = 0.0
+    nt = n // G
+    rem = n - nt * G
+    ntt = nt
+    if rem > 0:
+        for l in range(G):
+            pad[l] = -np.inf
+        tail = np.uint64(nt * G)
+        for l in range(rem):
+            pad[l] = x[tail + np.uint64(l)]
+        ntt = nt + 1
+    t = 0
+    while t < ntt:
+        t1 = min(t + FLUSH_TILES, ntt)
+        for k in range(t, t1):
+            src = x if k < nt else pad
+            base = np.uint64(k * G if k < nt else 0)
+            for l in range(G):
+                xi = src[base + np.uint64(l)]
+                d = xi - m2
+                d = zero if d > zero else d
+                d = floor if d < floor else d
+                e = vexp_normal(d)
+                e = zero if xi < lim else e
+                e2 = e * e
+                P[0, l] += e
+                P[1, l] += e2
+                P[2, l] += e2 * e
+                P[3, l] -= e * d
+        _simd.flush(P, D, 4)
+        t = t1
+    return (_simd.tree_sum(D, 0) - 1.0, _simd.tree_sum(D, 1) - 1.0,
+            _simd.tree_sum(D, 2) - 1.0, _simd.tree_sum(D, 3))
+
+
+_targets(row_sums, _row_sums_cpu, forceinline=True, error_model="numpy")
 
 
 @strict
@@ -227,10 +363,16 @@ def logobs(m1, m2, r, e2, e3, v, y_top, xy, ey):
 
 @hot
 def row_target_exp(x, m2, y):
-    """exp(x_y - m2) in the dtype of x, as ``row_sums`` computes it."""
-    d = x[y] - m2
-    d = like(x, 0.0) if d > like(x, 0.0) else d
-    return np.float64(vexp(d))
+    """exp(x_y - m2) in the dtype of x, as ``row_sums`` computes it (0 below
+    the floor)."""
+    zero = like(x, 0.0)
+    floor = exp_floor(x)
+    xy = x[y]
+    d = xy - m2
+    d = zero if d > zero else d
+    d = floor if d < floor else d
+    e = vexp_normal(d)
+    return np.float64(zero if xy < m2 + floor else e)
 
 
 @strict
@@ -365,10 +507,26 @@ def store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad):
 @strict
 def block_logobs(st, nr, lam):
     """``logobs`` for the nr rows of a block (columns of st) into lam[k, i]:
-    the per-row wrap-up batched across rows, a loop that vectorizes."""
+    the per-row wrap-up batched across rows, a loop that vectorizes.  When
+    every target is on top (argmax), the loop is compiled with y_top = True
+    and skips the other target's formulas (the same numbers)."""
+    vector_width()
+    ntop = 0
     for i in range(nr):
+        ntop += 1 if st[6, i] != 0.0 else 0
+    if ntop == nr:
+        _block_logobs(st, nr, lam, True)
+    else:
+        _block_logobs(st, nr, lam, False)
+
+
+@strict
+def _block_logobs(st, nr, lam, all_top):
+    vector_width()
+    for i in range(nr):
+        y_top = True if all_top else st[6, i] != 0.0
         o = logobs(st[0, i], st[1, i], st[2, i], st[3, i], st[4, i], st[5, i],
-                   st[6, i] != 0.0, st[7, i], st[8, i])
+                   y_top, st[7, i], st[8, i])
         bad = st[9, i] != 0.0
         lam[0, i] = np.nan if bad else o[0]
         lam[1, i] = np.nan if bad else o[1]

@@ -55,6 +55,7 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
+from ._simd import vector_width
 from ._vmath import fmax, vexp, vlog, vsincos
 
 __all__ = [
@@ -209,6 +210,7 @@ def fill_normals(buf, n, seed, row, stream):
     Normal j is the same whatever n (prefix property).  Branch-free body: the
     loop over Philox calls vectorizes.
     """
+    vector_width()
     T = buf.dtype.type
     s = np.uint64(seed)
     r = np.uint64(row)

@@ -33,6 +33,7 @@ from numba.extending import register_jitable
 
 from ._config import SKETCH_A_HI, SKETCH_A_LO, SKETCH_B_RATIO, SKETCH_W
 from ._math import NOBS, obs_log10, obs_value
+from ._simd import chan_ss, chan_stats, vector_width
 from ._sketch import I_BELOW_A, I_NEGINF, Sketch, bucket_below, bucket_fast
 from ._vmath import fmax, fmin
 
@@ -60,51 +61,38 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, s
     min/max/infinite counts, threshold counts and sketch counts.
 
     ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed in two
-    passes (mean, then squared deviations) over the finite values.  Every loop
-    but the sketch's scatter is a branch-free reduction that vectorizes.
+    passes (mean, then squared deviations) over the finite values, rows in 16
+    float64 lanes folded by a fixed tree (``_simd.chan_stats`` / ``chan_ss``):
+    the order is the code's, the same bits on every CPU.  Counts are
+    integers; min/max are exact in any order.  Every loop but the sketch's
+    scatter vectorizes.
     The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` counts bucket i of
     observable k, ``sk_lo``/``sk_hi`` the range touched, ``sk_ninf`` the -inf
     values; region-B buckets (rare) need a log and are found in the scatter.
     """
+    vector_width()
     for k in range(NOBS):
         for r in range(nr):
             lk = lam[k, r]
             val[k, r] = obs_value(lk)
             val[NOBS + k, r] = obs_log10(lk)
     for c in range(NCH):
-        cnt = 0.0
-        s = 0.0
-        ninf = 0.0
-        mn = vmin[c]
-        mx = vmax[c]
-        for r in range(nr):
-            z = val[c, r]
-            fin = abs(z) < np.inf
-            cnt += 1.0 if fin else 0.0
-            s += z if fin else 0.0
-            ninf += 1.0 if abs(z) == np.inf else 0.0
-            mn = fmin(mn, z)
-            mx = fmax(mx, z)
-        mean = s / cnt if cnt > 0.0 else 0.0
-        ss = 0.0
-        for r in range(nr):
-            z = val[c, r]
-            d = z - mean
-            ss += d * d if abs(z) < np.inf else 0.0
+        cnt, s, ninf, mn, mx = chan_stats(val, c, nr)
+        mean = s / cnt if cnt > 0 else 0.0
         mom[c, 0] = cnt
         mom[c, 1] = mean
-        mom[c, 2] = ss
-        vmin[c] = mn
-        vmax[c] = mx
-        nonf[c] += np.int64(ninf)
+        mom[c, 2] = chan_ss(val, c, nr, mean)
+        vmin[c] = fmin(vmin[c], mn)
+        vmax[c] = fmax(vmax[c], mx)
+        nonf[c] += ninf
     nt = thr.shape[0]
     for k in range(NOBS):
         for j in range(nt):
             tj = thr[j]
-            cb = 0.0
+            cb = 0
             for r in range(nr):
-                cb += 1.0 if val[k, r] < tj else 0.0
-            below[k, j] += np.int64(cb)
+                cb += 1 if val[k, r] < tj else 0
+            below[k, j] += cb
         for r in range(nr):
             val[NCH, r] = bucket_fast(val[NOBS + k, r])
         lo = sk_lo[k]

@@ -254,6 +254,30 @@ def test_vexp_special_values(dt):
     assert _sum_exp(np.array([-np.inf, 0.0], dt), dt(0.0)) == 1
 
 
+@numba.njit(fastmath=FASTMATH)
+def _map_exp_normal(x, out):
+    for i in range(x.size):
+        out[i] = _vmath.vexp_normal(x[i])
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_vexp_normal_same_bits_as_vexp(dt):
+    """vexp_normal (no clamps, one scaling) is vexp on its domain, bit for
+    bit, in jitted code and in Python; NaN in, NaN out."""
+    lo, hi = (-87.33, 88.0) if dt == F32 else (-708.3, 709.0)
+    x = np.concatenate([np.linspace(lo, hi, 1_000_001), [0.0, -0.0, lo, hi, np.nan]]).astype(dt)
+    a = np.empty_like(x)
+    b = np.empty_like(x)
+    _map_exp(x, a)
+    _map_exp_normal(x, b)
+    it = np.int32 if dt == F32 else np.int64
+    same = (a.view(it) == b.view(it)) | (np.isnan(a) & np.isnan(b))
+    assert same.all(), x[~same][:5]
+    assert np.all(b[:-1] >= np.finfo(dt).smallest_normal)
+    py = np.array([_vmath.vexp_normal(v) for v in x[::50001]], dt)
+    assert np.array_equal(py, b[::50001], equal_nan=True)
+
+
 @pytest.mark.skipif(not HAVE_LONGDOUBLE, reason="needs x87 long double")
 def test_vexp_f64():
     rng = np.random.default_rng(1234)

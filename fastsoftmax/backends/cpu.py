@@ -28,11 +28,12 @@ import numpy as np
 from numba import njit, prange
 
 from .. import _config
-from .._config import FASTMATH
+from .._config import FASTMATH, KERNEL_VECTOR_WIDTH
 from .._gen import GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
+from .._simd import prefetch_lines, row_view, vector_width
 from .._util import numba_threads
 from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
@@ -40,8 +41,8 @@ from .common import ArrayJob, ModelJob
 
 __all__ = ["backend", "status", "threads", "threading_layer", "guard"]
 
-_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "accumulate.py", "_sketch.py", "_config.py",
-            "_gen.py", "_inputs.py", os.path.join("backends", "cpu.py"))
+_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "accumulate.py", "_sketch.py",
+            "_config.py", "_gen.py", "_inputs.py", os.path.join("backends", "cpu.py"))
 
 
 def _source_key():
@@ -52,7 +53,13 @@ def _source_key():
         if os.path.exists(path):
             with open(path, "rb") as f:
                 h.update(f.read())
+    # the vector-width knob changes the machine code, not the sources
+    h.update(str(KERNEL_VECTOR_WIDTH).encode())
     return int(h.hexdigest()[:15], 16)
+
+
+# rows of up to 16 KiB (float32) are prefetched whole into L1
+PREFETCH_MAX_N = 4096
 
 
 def _build(source_key):
@@ -75,9 +82,11 @@ def _build(source_key):
         nth = lam_s.shape[0]
         nblk = (nrows + brows - 1) // brows
         for t in prange(nth):
+            vector_width()
             lam = lam_s[t]
             st = st_s[t]
             buf = buf_s[t]
+            qbuf = q_s[t]
             for b in range(t, nblk, nth):
                 r0 = b * brows
                 nr = min(brows, nrows - r0)
@@ -85,9 +94,13 @@ def _build(source_key):
                     r = r0 + i
                     grow = row0 + r
                     if gen == GEN_ROWS:
-                        xr = x[r]
+                        # the next row into L1 while this one computes (the
+                        # first pass over a row is otherwise memory-bound)
+                        if r + 1 < nrows and n <= PREFETCH_MAX_N:
+                            prefetch_lines(x, (r + 1) * n, n)
+                        xr = row_view(x, r)
                     else:
-                        model_row(gen, params, seed, grow, n, buf, q_s[t])
+                        model_row(gen, params, seed, grow, n, buf, qbuf)
                         xr = buf
                     mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
                     if row_stats_into(xr, n, mode, y, u, st, i):
@@ -105,8 +118,9 @@ def _build(source_key):
         source_key  # noqa: B018
         nrows, n = x.shape
         for r in prange(nrows):
+            vector_width()
             mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
-            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(x[r], n, mode, y, u)
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(row_view(x, r), n, mode, y, u)
             lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
             for k in range(NOBS):
                 lk = np.nan if bad else lam[k]
@@ -119,7 +133,8 @@ def _build(source_key):
         source_key  # noqa: B018
         nrows, n = x.shape
         for r in prange(nrows):
-            xr = x[r]
+            vector_width()
+            xr = row_view(x, r)
             m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(xr, n, 0, 0, 0.5)
             if bad:
                 status[r] = 1
@@ -140,6 +155,7 @@ observe_chunk, observe_rows, softmax_rows = _build(_source_key())
 
 def threads() -> int:
     return numba.get_num_threads()
+
 
 
 class _Scratch(threading.local):

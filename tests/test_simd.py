@@ -1,0 +1,121 @@
+"""The SIMD primitives of fastsoftmax._simd: the CPU intrinsics (LLVM vector
+IR over 16 lanes) give exactly the numbers of their plain-Python reference
+bodies (the same operations in the same order), for every tail length, with
+-inf, +-inf and NaN, at the vector width in use (256-bit in a child process)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import njit
+
+from conftest import subprocess_env
+from fastsoftmax import _simd
+
+S32 = _simd.stack_array(np.float32, 4, 16)
+S64 = _simd.stack_array(np.float64, 4, 16)
+
+
+@njit
+def _top2(a, off, n):
+    return _simd.top2(a, off, n)
+
+
+@njit
+def _chan(val, c, nr, mean):
+    return _simd.chan_stats(val, c, nr), _simd.chan_ss(val, c, nr, mean)
+
+
+@njit
+def _flush_tree(p, d):
+    P = S32()
+    D = S64()
+    for c in range(4):
+        for k in range(16):
+            P[c, k] = p[c, k]
+            D[c, k] = d[c, k]
+    _simd.flush(P, D, 4)
+    out = np.zeros(5)
+    for c in range(4):
+        out[c] = _simd.tree_sum(D, c)
+    out[4] = P[2, 3]
+    return out
+
+
+@njit
+def _rows(x):
+    out = np.zeros(x.shape[0])
+    for r in range(x.shape[0]):
+        v = _simd.row_view(x, r)
+        out[r] = v[0] + v[v.shape[0] - 1]
+    return out
+
+
+LENGTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 1000]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_top2(dt):
+    rng = np.random.default_rng(1)
+    for n in LENGTHS:
+        for trial in range(12):
+            x = rng.integers(-5, 5, size=n + 7).astype(dt)      # many ties
+            if trial % 3 == 0:
+                x[rng.integers(0, n + 7, 3)] = -np.inf
+            if trial == 11:
+                x[:] = -np.inf
+            off = int(rng.integers(0, 7))
+            v = np.sort(x[off:off + n])
+            ref = (v[-1], v[-2] if n > 1 else -np.inf)
+            assert _top2(x, off, n) == ref == _simd.top2(x, off, n), (n, trial)
+
+
+def test_chan_stats_and_ss():
+    rng = np.random.default_rng(2)
+    for nr in LENGTHS + [1024]:
+        val = rng.standard_normal((3, 1030)) * 10
+        val[0, ::7] = np.inf
+        val[0, ::11] = -np.inf
+        val[0, 3::13] = np.nan
+        val[2, :] = np.nan
+        for c in range(3):
+            (cnt, s, ninf, mn, mx), ss = _chan(val, c, nr, 0.5)
+            pc, ps, pn, pmn, pmx = _simd.chan_stats(val, c, nr)
+            assert (cnt, ninf) == (pc, pn)
+            assert s == ps and ss == _simd.chan_ss(val, c, nr, 0.5)
+            assert (mn == pmn or (np.isnan(mn) and np.isnan(pmn))) and (mx == pmx)
+            v = val[c, :nr]
+            fin = np.isfinite(v)
+            assert cnt == fin.sum() and ninf == np.isinf(v).sum()
+            if fin.any():
+                assert s == pytest.approx(v[fin].sum(), rel=1e-12)
+                assert ss == pytest.approx(((v[fin] - 0.5) ** 2).sum(), rel=1e-12)
+
+
+def test_flush_and_tree_sum():
+    rng = np.random.default_rng(3)
+    p = rng.standard_normal((4, 16)).astype(np.float32)
+    d = rng.standard_normal((4, 16))
+    got = _flush_tree(p, d)
+    P, D = p.copy(), d.copy()
+    _simd.flush(P, D, 4)
+    assert np.array_equal(got, [_simd.tree_sum(D, c) for c in range(4)] + [0.0])
+
+
+def test_row_view():
+    x = np.arange(35.0).reshape(5, 7)
+    assert np.array_equal(_rows(x), x[:, 0] + x[:, -1])
+
+
+def test_same_numbers_at_256_bits(tmp_path):
+    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks:
+    the same numbers."""
+    code = ("import sys; sys.argv = ['x']; import test_simd as t; "
+            "t.test_top2(__import__('numpy').float32); t.test_chan_stats_and_ss(); "
+            "t.test_flush_and_tree_sum(); print('OK')")
+    env = subprocess_env(FASTSOFTMAX_VECTOR_WIDTH="256", NUMBA_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
