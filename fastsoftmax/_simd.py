@@ -24,7 +24,8 @@ What
 * ``chan_stats`` / ``chan_ss``: one block's count, sum, infinite count,
   min and max of a channel over rows, and its sum of squared deviations,
   rows in 16 float64 lanes.
-* ``prefetch``: a cache hint.
+* ``row_view``: row r of a 2-D array without a reference count (no atomic
+  operations per row).
 
 Each is a plain Python function (the reference semantics, same order) with a
 CPU overload that emits LLVM vector IR over ``<16 x T>`` without fast-math
@@ -632,76 +633,6 @@ def _ol_chan_stats(val, c, nr):
 @overload(chan_ss, target="cpu")
 def _ol_chan_ss(val, c, nr, mean):
     return lambda val, c, nr, mean: _chan_ss_ir(val, c, nr, np.float64(mean))
-
-
-# ---------------------------------------------------------------------------
-# prefetch
-
-def prefetch(a, off):
-    """Hint: a.flat[off] will be read soon (no-op outside the CPU target)."""
-
-
-@intrinsic
-def _prefetch_ir(typingctx, a, off):
-    if not isinstance(a, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        p = _elem_ptr(context, builder, sig.args[0], args[0],
-                      _as_intp(context, builder, args[1], sig.args[1]))
-        i8p = ir.IntType(8).as_pointer()
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]),
-            "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(p, i8p), _I32(0), _I32(3), _I32(1)])
-        return context.get_dummy_value()
-
-    return types.none(a, off), codegen
-
-
-@overload(prefetch, target="cpu")
-def _ol_prefetch(a, off):
-    return lambda a, off: _prefetch_ir(a, off)
-
-
-@overload(prefetch)
-def _ol_prefetch_generic(a, off):
-    return lambda a, off: None
-
-
-def prefetch_lines(a, off, count):
-    """Hint: every 64-byte line of a.flat[off:off + count] will be read soon
-    (into L1; keep ``count * itemsize`` well below the L1 size)."""
-
-
-@intrinsic
-def _prefetch_lines_ir(typingctx, a, off, count):
-    if not isinstance(a, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        intp = context.get_value_type(types.intp)
-        isz = context.get_abi_sizeof(context.get_value_type(sig.args[0].dtype))
-        step = max(1, 64 // isz)
-        base = _elem_ptr(context, builder, sig.args[0], args[0],
-                         _as_intp(context, builder, args[1], sig.args[1]))
-        cnt = _as_intp(context, builder, args[2], sig.args[2])
-        nl = builder.udiv(builder.add(cnt, intp(step - 1)), intp(step))
-        i8p = ir.IntType(8).as_pointer()
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]),
-            "llvm.prefetch.p0")
-        with cgutils.for_range(builder, nl) as loop:
-            p = builder.gep(base, [builder.mul(loop.index, intp(step))], inbounds=True)
-            builder.call(fn, [builder.bitcast(p, i8p), _I32(0), _I32(3), _I32(1)])
-        return context.get_dummy_value()
-
-    return types.none(a, off, count), codegen
-
-
-@overload(prefetch_lines, target="cpu")
-def _ol_prefetch_lines(a, off, count):
-    return lambda a, off, count: _prefetch_lines_ir(a, off, count)
 
 
 # ---------------------------------------------------------------------------

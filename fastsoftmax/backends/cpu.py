@@ -33,7 +33,7 @@ from .._gen import GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
-from .._simd import prefetch_lines, row_view, vector_width
+from .._simd import row_view, vector_width
 from .._util import numba_threads
 from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
@@ -58,8 +58,6 @@ def _source_key():
     return int(h.hexdigest()[:15], 16)
 
 
-# rows of up to 16 KiB (float32) are prefetched whole into L1
-PREFETCH_MAX_N = 4096
 
 
 def _build(source_key):
@@ -94,10 +92,6 @@ def _build(source_key):
                     r = r0 + i
                     grow = row0 + r
                     if gen == GEN_ROWS:
-                        # the next row into L1 while this one computes (the
-                        # first pass over a row is otherwise memory-bound)
-                        if r + 1 < nrows and n <= PREFETCH_MAX_N:
-                            prefetch_lines(x, (r + 1) * n, n)
                         xr = row_view(x, r)
                     else:
                         model_row(gen, params, seed, grow, n, buf, qbuf)
