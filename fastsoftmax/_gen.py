@@ -64,13 +64,11 @@ def model_row(gen, params, seed, row, n, buf, qbuf):
                 acc += np.float64(qbuf[t]) * _rng.normal(seed, row, _rng.STREAM_KEYS, j * d + t)
             buf[j] = T(b * acc)
         return
-    _rng.fill_normals(buf, n, seed, row, _rng.STREAM_LOGITS)
     if gen == GEN_DOT_EXACT:
+        a = T(0.0)
         b = T(params[1] * math.sqrt(_rng.chi2(seed, row, _rng.STREAM_SCALE, params[2])))
-        for i in range(n):
-            buf[i] = b * buf[i]
     else:
         a = T(params[0])
         b = T(params[1])
-        for i in range(n):
-            buf[i] = a + b * buf[i]
+    # x = a + b z, fused into the generating loop
+    _rng.fill_normals_affine(buf, n, seed, row, _rng.STREAM_LOGITS, a, b)

@@ -370,3 +370,25 @@ def test_correlations_near_zero():
     _corr_ok(u[:-1], u[1:])
     c = chi2s(SEED, N_STAT, R.STREAM_SCALE, 3.0)
     _corr_ok(c[:-1], c[1:])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_fused_and_block_generation_equal_row_by_row(dt):
+    """fill_normals_affine == a + b * fill_normals; fill_normals_rows (a
+    block of rows in one loop) == the rows one by one (same bits)."""
+    from numba import njit
+
+    @njit
+    def both(flat, rowwise, plain, seed, row0, a, b):
+        nr, n = flat.shape
+        R.fill_normals_rows(flat, nr, n, seed, row0, R.STREAM_LOGITS, a, b)
+        for i in range(nr):
+            R.fill_normals_affine(rowwise[i], n, seed, row0 + i, R.STREAM_LOGITS, a, b)
+            R.fill_normals(plain[i], n, seed, row0 + i, R.STREAM_LOGITS)
+
+    T = np.dtype(dt).type
+    for n in (4, 8, 64, 100, 1024):
+        flat, rowwise, plain = (np.zeros((37, n), dt) for _ in range(3))
+        both(flat, rowwise, plain, np.uint64(12345), 2 ** 33 + 5, 0.5, 2.0)
+        assert np.array_equal(flat, rowwise)
+        assert np.array_equal(rowwise, T(0.5) + T(2.0) * plain)
