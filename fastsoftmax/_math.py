@@ -251,37 +251,37 @@ def _row_sums_cpu(x, n, m2):
     floor = exp_floor(x)
     lim = m2 + floor
     for c in range(4):
-        for l in range(G):
-            P[c, l] = 0
-            D[c, l] = 0.0
+        for k in range(G):
+            P[c, k] = 0
+            D[c, k] = 0.0
     nt = n // G
     rem = n - nt * G
     ntt = nt
     if rem > 0:
-        for l in range(G):
-            pad[l] = -np.inf
+        for k in range(G):
+            pad[k] = -np.inf
         tail = np.uint64(nt * G)
-        for l in range(rem):
-            pad[l] = x[tail + np.uint64(l)]
+        for k in range(rem):
+            pad[k] = x[tail + np.uint64(k)]
         ntt = nt + 1
     t = 0
     while t < ntt:
         t1 = min(t + FLUSH_TILES, ntt)
-        for k in range(t, t1):
-            src = x if k < nt else pad
-            base = np.uint64(k * G if k < nt else 0)
-            for l in range(G):
-                xi = src[base + np.uint64(l)]
+        for tile in range(t, t1):
+            src = x if tile < nt else pad
+            base = np.uint64(tile * G if tile < nt else 0)
+            for k in range(G):
+                xi = src[base + np.uint64(k)]
                 d = xi - m2
                 d = zero if d > zero else d
                 d = floor if d < floor else d
                 e = vexp_normal(d)
                 e = zero if xi < lim else e
                 e2 = e * e
-                P[0, l] += e
-                P[1, l] += e2
-                P[2, l] += e2 * e
-                P[3, l] -= e * d
+                P[0, k] += e
+                P[1, k] += e2
+                P[2, k] += e2 * e
+                P[3, k] -= e * d
         _simd.flush(P, D, 4)
         t = t1
     return (_simd.tree_sum(D, 0) - 1.0, _simd.tree_sum(D, 1) - 1.0,

@@ -61,7 +61,8 @@ from ._vmath import fmax, vexp, vlog, vsincos
 __all__ = [
     "STREAM_LOGITS", "STREAM_SCALE", "STREAM_LABEL", "STREAM_SAMPLED",
     "STREAM_QUERY", "STREAM_KEYS", "STREAM_AUX", "CHI2_MAX_ATTEMPTS",
-    "philox4x32_10", "fill_normals", "fill_normals_affine", "fill_normals_rows", "normal", "uniform", "uniform_int", "chi2",
+    "philox4x32_10", "fill_normals", "fill_normals_affine", "fill_normals_rows",
+    "normal", "uniform", "uniform_int", "chi2",
 ]
 
 STREAM_LOGITS = 0

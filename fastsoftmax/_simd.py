@@ -657,7 +657,6 @@ def _row_view_ir(typingctx, x, r):
         n = builder.extract_value(a.shape, 1)
         data = builder.gep(a.data, [builder.mul(rv, n)], inbounds=True)
         out = context.make_array(rowty)(context, builder)
-        intp = context.get_value_type(types.intp)
         context.populate_array(out, data=data, shape=[n],
                                strides=[builder.extract_value(a.strides, 1)],
                                itemsize=a.itemsize, meminfo=None)

@@ -506,6 +506,7 @@ def collect_info():
     cpu, feats = _cpu_info()
     d["cpu"] = cpu
     d["vector width"] = feats
+    d["kernel vector width"] = _kernel_width()
     ok, why = cuda_status()                # never raises
     d["cuda"] = "available" if ok else "not available: " + " ".join(str(why).split())
     d["numba cache"] = _cache_dir()
@@ -516,12 +517,19 @@ def _cpu_info():
     import numba
     try:
         import llvmlite.binding as llvm
+        from . import _config
         cfg: Any = numba.config             # its settings are set at runtime (untyped)
         name = cfg.CPU_NAME or llvm.get_host_cpu_name()
-        feats = cfg.CPU_FEATURES or llvm.get_host_cpu_features().flatten()
+        # numba's own rule: NUMBA_CPU_FEATURES if set (even empty: the CPU
+        # name's defaults), else the host's features
+        feats = cfg.CPU_FEATURES
+        if feats is None:
+            feats = llvm.get_host_cpu_features().flatten()
     except Exception as e:
         return f"unknown ({e})", "unknown"
     fl = set(f.lstrip("+") for f in str(feats).split(",") if f.startswith("+"))
+    if not feats and name not in ("generic", "x86-64"):
+        fl = {"avx512f"} if _config._cpu_has_avx512() else {"avx2"}
     if "avx512f" in fl:
         w = 512
     elif "avx2" in fl or "avx" in fl:
@@ -545,6 +553,19 @@ def _cpu_info():
     if "avx512f" in fl and "prefer-256-bit" in fl:
         vw += " (LLVM prefers 256-bit vectors on this CPU)"
     return cpu, vw
+
+
+def _kernel_width():
+    """What fastsoftmax's compiled kernels use (their machine code), and the
+    FASTSOFTMAX_VECTOR_WIDTH knob that chose it."""
+    from . import _config
+    try:
+        from .backends import cpu
+        bits, detail = cpu.kernel_vector_width()
+    except Exception as e:                 # never break info
+        return f"unknown ({type(e).__name__}: {e})"
+    return (f"{bits}-bit (FASTSOFTMAX_VECTOR_WIDTH={_config.VECTOR_WIDTH}; "
+            f"measured: {detail})")
 
 
 def _cache_dir():

@@ -276,12 +276,15 @@ def test_info():
     rc, out, err = run("info")
     assert rc == 0, err
     for key in ("fastsoftmax", "numba", "numpy", "threads", "threading layer", "cpu",
-                "vector width", "cuda", "numba cache"):
+                "vector width", "kernel vector width", "cuda", "numba cache"):
         assert any(line.startswith(key) for line in out.splitlines()), key
     rc, out, err = run("info", "--json")
     d = json.loads(out)
     assert d["fastsoftmax"] == fs.__version__ and d["threads"] >= 1
     assert d["threading layer"] != "not initialised"
+    # the width the kernels' machine code really uses, and the knob
+    w = d["kernel vector width"]
+    assert w.split("-bit")[0] in ("128", "256", "512") and "FASTSOFTMAX_VECTOR_WIDTH=" in w, w
 
 
 def test_console_script_entry_point():

@@ -59,8 +59,6 @@ def _source_key():
     return int(h.hexdigest()[:15], 16)
 
 
-
-
 # generated rows up to this length are drawn a block at a time (measured:
 # n = 64 +18%; n = 1024 -11%, where the per-row setup is negligible and the
 # flat loop's index arithmetic is not)
@@ -165,6 +163,29 @@ observe_chunk, observe_rows, softmax_rows = _build(_source_key())
 def threads() -> int:
     return numba.get_num_threads()
 
+
+def _probe(x):
+    vector_width()
+    return row_stats(x, x.shape[0], 0, 0, 0.5)[2]
+
+
+def kernel_vector_width() -> tuple[int, str]:
+    """(bits, detail): the SIMD width fastsoftmax's kernels really use here.
+
+    Compiles (uncached, ~2 s) a probe made of the kernels' own row pass
+    (``row_stats``: the top-2 and exp passes) with the kernels' flags, vector
+    width knob and numba CPU target, and counts the vector registers in its
+    machine code: 512 if it uses zmm registers, 256 for ymm, 128 for xmm only.
+    """
+    import re
+
+    probe = njit(fastmath=FASTMATH, error_model="numpy")(_probe)
+    probe(np.zeros(64, dtype=np.float32))
+    asm = "\n".join(probe.inspect_asm().values())
+    counts = {k: len(re.findall(r"%" + k + r"\d+", asm)) for k in ("zmm", "ymm", "xmm")}
+    bits = 512 if counts["zmm"] else 256 if counts["ymm"] else 128
+    return bits, "{zmm} zmm / {ymm} ymm / {xmm} xmm register uses in the row pass".format(
+        **counts)
 
 
 class _Scratch(threading.local):
