@@ -230,6 +230,11 @@ _ROW_PAD = _simd.stack_array_like(G)         # the last, partial tile
 
 @hot
 def _row_sums_cpu(x, n, m2):
+    return _row_sums_ahead(x, n, m2, x, False)
+
+
+@hot
+def _row_sums_ahead(x, n, m2, ahead, pf):
     """``row_sums`` on the CPU: element i in lane i % G of the lane partials
     P (the dtype of x), tile after tile; every FLUSH_TILES tiles P is added
     into the float64 lanes D; D's lanes are summed by the fixed tree.  The
@@ -242,7 +247,11 @@ def _row_sums_cpu(x, n, m2):
     own, before inlining, with P in memory).  The zeroing tests x itself
     against lim = m2 + floor, not the clamped d: with the same predicate LLVM
     would fold the clamp into the select and exponentiate the unclamped d
-    (subnormal results)."""
+    (subnormal results).
+
+    pf: prefetch one line of ``ahead`` (the next row, of the same length) per
+    tile, so that the next row's first pass finds it in L1: the memory
+    stream overlaps this row's exps (a burst of prefetches up front stalls)."""
     vector_width()
     P = _ROW_P(x)
     D = _ROW_D()
@@ -270,6 +279,8 @@ def _row_sums_cpu(x, n, m2):
         for tile in range(t, t1):
             src = x if tile < nt else pad
             base = np.uint64(tile * G if tile < nt else 0)
+            if pf and tile < nt:
+                _simd.prefetch(ahead, tile * G)
             for k in range(G):
                 xi = src[base + np.uint64(k)]
                 d = xi - m2
@@ -454,6 +465,18 @@ def row_stats(x, n, ymode, y, u):
 
 
 @hot
+def row_stats_ahead(x, n, ymode, y, u, ahead):
+    """``row_stats`` (CPU only) that prefetches the row ``ahead`` (the next
+    one, of the same length) while its exp pass runs."""
+    m1, m2 = row_top2(x, n)
+    if not (m1 < np.inf) or m1 == -np.inf:
+        return row_stats_from(x, n, m1, m2, 1.0, 1.0, 1.0, 0.0, ymode, y, u)
+    ref = m2 if m2 > -np.inf else m1
+    r, e2, e3, v = _row_sums_ahead(x, n, ref, ahead, True)
+    return row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u)
+
+
+@hot
 def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
     """The rest of ``row_stats`` once the reductions are known (a driver that
     splits a row over several threads merges them first): the bad-row test
@@ -484,6 +507,13 @@ NSTATS = 10
 def row_stats_into(x, n, ymode, y, u, st, i):
     """``row_stats`` of one row into column i of the block scratch st."""
     m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats(x, n, ymode, y, u)
+    return store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad)
+
+
+@hot
+def row_stats_into_ahead(x, n, ymode, y, u, st, i, ahead):
+    """``row_stats_into`` with ``row_stats_ahead`` (CPU only)."""
+    m1, m2, r, e2, e3, v, y_top, xy, ey, bad = row_stats_ahead(x, n, ymode, y, u, ahead)
     return store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad)
 
 

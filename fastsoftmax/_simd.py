@@ -26,6 +26,7 @@ What
   rows in 16 float64 lanes.
 * ``row_view``: row r of a 2-D array without a reference count (no atomic
   operations per row).
+* ``prefetch``: a cache hint for one line.
 
 Each is a plain Python function (the reference semantics, same order) with a
 CPU overload that emits LLVM vector IR over ``<16 x T>`` without fast-math
@@ -633,6 +634,36 @@ def _ol_chan_stats(val, c, nr):
 @overload(chan_ss, target="cpu")
 def _ol_chan_ss(val, c, nr, mean):
     return lambda val, c, nr, mean: _chan_ss_ir(val, c, nr, np.float64(mean))
+
+
+# ---------------------------------------------------------------------------
+# prefetch
+
+def prefetch(a, off):
+    """Hint: a.flat[off] will be read soon (no-op outside the CPU target)."""
+
+
+@intrinsic
+def _prefetch_ir(typingctx, a, off):
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        p = _elem_ptr(context, builder, sig.args[0], args[0],
+                      _as_intp(context, builder, args[1], sig.args[1]))
+        i8p = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]),
+            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(p, i8p), _I32(0), _I32(3), _I32(1)])
+        return context.get_dummy_value()
+
+    return types.none(a, off), codegen
+
+
+@overload(prefetch, target="cpu")
+def _ol_prefetch(a, off):
+    return lambda a, off: _prefetch_ir(a, off)
 
 
 # ---------------------------------------------------------------------------

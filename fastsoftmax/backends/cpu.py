@@ -32,7 +32,8 @@ from .._config import FASTMATH, KERNEL_VECTOR_WIDTH
 from .._gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
-                     row_log_softmax, row_softmax, row_stats, row_stats_into, row_target)
+                     row_log_softmax, row_softmax, row_stats, row_stats_into,
+                     row_stats_into_ahead, row_target)
 from .._rng import STREAM_LOGITS, fill_normals_rows
 from .._simd import row_view, vector_width
 from .._util import numba_threads
@@ -110,7 +111,13 @@ def _build(source_key):
                     else:
                         xr = row_view(buf, i)
                     mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
-                    if row_stats_into(xr, n, mode, y, u, st, i):
+                    if gen == GEN_ROWS:
+                        # the next row streams in during this one's exp pass
+                        ahead = row_view(x, r + 1 if r + 1 < nrows else r)
+                        isbad = row_stats_into_ahead(xr, n, mode, y, u, st, i, ahead)
+                    else:
+                        isbad = row_stats_into(xr, n, mode, y, u, st, i)
+                    if isbad:
                         nbad[t] += 1
                         if firstbad[t] < 0 or r < firstbad[t]:
                             firstbad[t] = r
