@@ -85,6 +85,7 @@ def _build(source_key):
         source_key  # noqa: B018  (part of the cache key)
         nth = lam_s.shape[0]
         nblk = (nrows + brows - 1) // brows
+        flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
         for t in prange(nth):
             vector_width()
             lam = lam_s[t]
@@ -94,22 +95,23 @@ def _build(source_key):
             for b in range(t, nblk, nth):
                 r0 = b * brows
                 nr = min(brows, nrows - r0)
-                if gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N:
+                if flat:
                     # short rows: the whole block's rows in one loop (the
                     # RNG loop's setup once per block, not per row)
                     fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
                                       params[0], params[1])
-                elif gen != GEN_ROWS:
-                    # the block's rows first (a tight loop), then their statistics
-                    for i in range(nr):
-                        model_row(gen, params, seed, row0 + r0 + i, n, row_view(buf, i), qbuf)
                 for i in range(nr):
                     r = r0 + i
                     grow = row0 + r
                     if gen == GEN_ROWS:
                         xr = row_view(x, r)
-                    else:
+                    elif flat:
                         xr = row_view(buf, i)
+                    else:
+                        # longer rows: drawn one at a time, their statistics
+                        # while they are in L1
+                        xr = row_view(buf, 0)
+                        model_row(gen, params, seed, grow, n, xr, qbuf)
                     mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
                     if gen == GEN_ROWS:
                         # the next row streams in during this one's exp pass
@@ -223,8 +225,9 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
         for k in [k for k in cache if k[0] != "sketch"]:
             del cache[k]                       # one shape at a time per thread
         sc = cache[key] = dict(
-            # generated rows: one block of them per thread
-            buf_s=np.zeros((nth, brows, buf_len), dtype=dtype),
+            # generated rows: a block of them per thread (short rows), or one
+            buf_s=np.zeros((nth, brows if buf_len <= FLAT_GEN_MAX_N else 1, buf_len),
+                           dtype=dtype),
             q_s=np.zeros((nth, q_len), dtype=dtype),
             st_s=np.empty((nth, NSTATS, brows)),
             lam_s=np.empty((nth, NOBS, brows)),
