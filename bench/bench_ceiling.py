@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from ceiling import (exp_sum, exp_sum_default, interleaved, mem_sum, mem_sum_default,
-                     rng_alone, rng_alone_default)
+from ceiling import exp_sum, exp_sum_default, interleaved, mem_sum, mem_sum_default, rng_alone
 from conftest import record
 from fastsoftmax.models import DotProduct, Gaussian
 
@@ -74,10 +73,8 @@ def test_simulate_vs_rng(benchmark, n):
     buf = np.zeros((numba.get_num_threads(), n), dtype=np.float32)
     f = lambda: fs.simulate(model, rows, backend="cpu")  # noqa: E731
     seed = np.uint64(0)
-    best = interleaved({
-        "RNG alone ceiling": lambda: rng_alone(rows, n, seed, buf),
-        "RNG alone ceiling (default width)": lambda: rng_alone_default(rows, n, seed, buf),
-        "fastsoftmax (interleaved)": f}, rounds=ROUNDS)
+    best = interleaved({"RNG alone ceiling": lambda: rng_alone(rows, n, seed, buf),
+                        "fastsoftmax (interleaved)": f}, rounds=ROUNDS)
     for name, sec in best.items():
         # bench_simulate's group: its peers beside
         record(f"Gaussian n={n}, generated", name, sec, rows * n, ref="ceiling" in name)

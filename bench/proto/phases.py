@@ -24,7 +24,7 @@ from ceiling import exp_sum, exp_sum_default, rng_alone  # noqa: E402
 from fastsoftmax import _config  # noqa: E402
 from fastsoftmax._config import FASTMATH  # noqa: E402
 from fastsoftmax._math import (NOBS, NSTATS, block_logobs, row_stats_into,  # noqa: E402
-                               row_stats_into_ahead, row_top2)
+                                         row_stats_into_ahead, row_top2)
 from fastsoftmax._rng import STREAM_LOGITS, fill_normals_rows  # noqa: E402
 from fastsoftmax._simd import row_view, vector_width  # noqa: E402
 from fastsoftmax._sketch import new_scratch  # noqa: E402
