@@ -228,3 +228,14 @@ def test_scratch_is_clean_after_an_error():
     with pytest.raises(ValueError, match="row 2500"):
         fs.summarize(bad)
     assert fs.summarize(x).to_dict() == ref
+
+
+def test_sketch_handed_over_every_chunk_or_once_gives_the_same_summary(monkeypatch):
+    """The kernels' int32 bucket counts are handed to the Sketch once per call,
+    or earlier when a bucket could reach 2**31 rows: the result is the same."""
+    from fastsoftmax.backends import cpu
+    x = saturated(6000, 40, 300.0, np.float32, seed=7)
+    monkeypatch.setattr(_config, "CHUNK_LOGITS", 1 << 12)        # many chunks
+    once = fs.summarize(x).to_dict()
+    monkeypatch.setattr(cpu, "_SKETCH_FLUSH_ROWS", 1)              # after every chunk
+    assert fs.summarize(x).to_dict() == once

@@ -286,6 +286,9 @@ def threading_layer() -> str:
 # --------------------------------------------------------------------------
 # the driver
 
+# rows counted into the sketch's int32 scratch between two hand-overs
+_SKETCH_FLUSH_ROWS = 2**31 - 1
+
 def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, row0=0,
          target=None, nan_policy="raise", buf_len=1, q_len=1, chunk=None, progress=None):
     """Rows [row0, row0 + nrows) of a source through ``observe_chunk``: the
@@ -311,6 +314,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     dummy_x = np.zeros((1, 1), dtype=cdt)
     dummy_labels = np.zeros(1, dtype=np.int64)
     params = np.zeros(3) if params is None else params
+    counted = 0                 # rows in the sketch scratch since it was last handed over
     try:
         with guard(), numba_threads(nth):
             for r0 in range(0, nrows, step):
@@ -324,8 +328,12 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                               sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
                               sc["nonf"], sc["below"], sk["counts"], sk["lo"], sk["hi"],
                               sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"])
-                # the sketch's int32 counts are handed over after every chunk
-                flush_scratch(sk, acc.sketch)
+                # the sketch's int32 counts are handed over once a call, or
+                # before a bucket could hold 2**31 rows
+                counted += r1 - r0
+                if counted + step >= _SKETCH_FLUSH_ROWS:
+                    flush_scratch(sk, acc.sketch)
+                    counted = 0
                 if int(sc["nbad"].sum()) > nbad0 and nan_policy == "raise":
                     fb = sc["firstbad"]
                     r = r0 + int(fb[fb >= 0].min())
@@ -336,9 +344,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                 acc.tree.push_blocks(mom, nb, gb0 + r0 // brows)
                 if progress is not None:
                     progress.update(r1 - r0)
-    except BaseException:
-        flush_scratch(sk, acc.sketch)          # leave the scratch clean for the next call
-        raise
+    finally:
+        flush_scratch(sk, acc.sketch)          # and the scratch is clean for the next call
     acc.skipped = int(sc["nbad"].sum())
     acc.count = nrows - acc.skipped
     acc.vmin = sc["vmin"].min(axis=0)
