@@ -39,6 +39,7 @@ from ._vmath import fmax, fmin
 
 NCH = 2 * NOBS
 TREE_DEPTH = 64
+_I_BELOW_A_F = float(I_BELOW_A)
 
 
 @register_jitable
@@ -93,8 +94,26 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, s
             for r in range(nr):
                 cb += 1 if val[k, r] < tj else 0
             below[k, j] += cb
+        # bucket indices (branch-free, vectorized); how many fall below region
+        # A (-inf, region B or NaN) and the range of the others
+        below_a = 0
+        bmin = np.inf
+        bmax = -np.inf
         for r in range(nr):
-            val[NCH, r] = bucket_fast(val[NOBS + k, r])
+            b = bucket_fast(val[NOBS + k, r])
+            val[NCH, r] = b
+            below_a += 1 if b == _I_BELOW_A_F else 0
+        for r in range(nr):
+            b = val[NCH, r]
+            bmin = fmin(bmin, np.inf if b == _I_BELOW_A_F else b)
+            bmax = fmax(bmax, -np.inf if b == _I_BELOW_A_F else b)
+        if below_a == 0:
+            # the common case: a bare scatter (region A, "above" and +inf)
+            for r in range(nr):
+                hist[k, int(val[NCH, r]) - sk_start] += 1
+            sk_lo[k] = min(sk_lo[k], int(bmin) - sk_start)
+            sk_hi[k] = max(sk_hi[k], int(bmax) - sk_start)
+            continue
         lo = sk_lo[k]
         hi = sk_hi[k]
         for r in range(nr):
