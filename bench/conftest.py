@@ -32,7 +32,8 @@ def _lines():
         lines.append(f"[{group}]")
         ours = res.get("fastsoftmax")
         refs = REFS.get(group, [])
-        for name, (sec, work, unit) in sorted(res.items(), key=lambda kv: -kv[1][1] / kv[1][0]):
+        for name, (sec, work, unit) in sorted(res.items(),
+                                              key=lambda kv: -kv[1][1] / (kv[1][0] or 1.0)):
             rate = work / sec
             if not unit.endswith("/s"):
                 lines.append(f"  {name:<30} {sec:10.3g} {unit}")
