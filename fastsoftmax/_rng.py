@@ -211,36 +211,7 @@ def fill_normals(buf, n, seed, row, stream):
     Normal j is the same whatever n (prefix property).  Branch-free body: the
     loop over Philox calls vectorizes.
     """
-    vector_width()
-    T = buf.dtype.type
-    s = np.uint64(seed)
-    r = np.uint64(row)
-    k0 = s & _M32
-    k1 = s >> _S32
-    c1 = np.uint64(stream) & _M32
-    c2 = r & _M32
-    c3 = r >> _S32
-    nq = n // 4
-    for i in range(nq):
-        w0, w1, w2, w3 = philox4x32_10(np.uint64(i), c1, c2, c3, k0, k1)
-        z0, z1 = _box_muller(w0, w1, T)
-        z2, z3 = _box_muller(w2, w3, T)
-        j = 4 * i
-        buf[j] = z0
-        buf[j + 1] = z1
-        buf[j + 2] = z2
-        buf[j + 3] = z3
-    rem = n - 4 * nq
-    if rem > 0:
-        w0, w1, w2, w3 = philox4x32_10(np.uint64(nq), c1, c2, c3, k0, k1)
-        z0, z1 = _box_muller(w0, w1, T)
-        z2, z3 = _box_muller(w2, w3, T)
-        j = 4 * nq
-        buf[j] = z0
-        if rem > 1:
-            buf[j + 1] = z1
-        if rem > 2:
-            buf[j + 2] = z2
+    fill_normals_affine(buf, n, seed, row, stream, 0.0, 1.0)
 
 
 @register_jitable(**_OPTS)
