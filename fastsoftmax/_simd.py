@@ -35,6 +35,7 @@ with identical results.  ``vector_width`` also has a no-op generic overload
 (other targets); the rest is CPU-only (the CUDA kernels keep their own
 reduction order and agree to rounding).
 """
+import numba
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
@@ -42,6 +43,15 @@ from numba.extending import intrinsic, overload
 from numba.np import numpy_support
 
 from . import _config
+
+# The vector IR below is lowered correctly by LLVM 20 (numba >= 0.62, llvmlite
+# >= 0.45); LLVM 15 (numba 0.61) miscompiles it into wrong results (measured:
+# softmax off by orders of magnitude), so refuse to run there rather than
+# answer wrongly.  pyproject.toml declares numba >= 0.62 for this reason.
+if tuple(int(p) for p in numba.__version__.split(".")[:2]) < (0, 62):
+    raise ImportError(f"fastsoftmax needs numba >= 0.62 (found {numba.__version__}): its "
+                      "fixed-order SIMD kernels are miscompiled by older numba's LLVM; "
+                      "pip install -U numba")
 
 G = 16
 _I32 = ir.IntType(32)
