@@ -935,6 +935,77 @@ class Summary:
         import pandas as pd
         return pd.DataFrame({name: self[name].to_dict() for name in OBS_NAMES}).T
 
+    @staticmethod
+    def record_columns(thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+                       quantiles: Sequence[float] = QUANTILES) -> list[str]:
+        """The names of :meth:`record`'s entries, in order: the columns of every table.
+
+        ``<observable>_<key>`` for every observable of ``fastsoftmax.OBS_NAMES`` and every key of
+        :meth:`Stat.keys` (moments, quantiles ``q<q>`` and ``log10_q<q>``,
+        fractions ``below_<t>``). Sweep tables, the attention probe's frames
+        and ``verify``'s tables all use these names; the laws' prediction
+        columns of a sweep (``<obs>_theory_...``) follow the same pattern.
+
+        Parameters
+        ----------
+        thresholds : sequence of float, default (1e-3, 1e-6, 1e-9)
+            The thresholds: a ``below_<t>`` column each.
+        quantiles : sequence of float, default (0.01, 0.1, 0.5, 0.9, 0.99)
+            The quantile levels: ``q<q>`` and ``log10_q<q>`` columns each.
+
+        Returns
+        -------
+        list of str
+            The column names, observable by observable.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> cols = fs.Summary.record_columns((1e-6,))
+        >>> cols[:3], len(cols)
+        (['max_prob_mean', 'max_prob_std', 'max_prob_sem'], 180)
+        >>> "jac_diag_max_below_1e-06" in cols
+        True
+        """
+        keys = Stat.keys(thresholds, quantiles)
+        return [f"{name}_{k}" for name in OBS_NAMES for k in keys]
+
+    def record(self, quantiles: Sequence[float] = QUANTILES) -> dict[str, float | int]:
+        """The summary as one flat record: a row of a sweep table or a probe frame.
+
+        The entries are exactly the numbers of the Summary (``Stat.to_dict``
+        of every observable), so a table row and the Summary it came from
+        agree bit for bit.
+
+        Parameters
+        ----------
+        quantiles : sequence of float, default (0.01, 0.1, 0.5, 0.9, 0.99)
+            The quantile levels to include.
+
+        Returns
+        -------
+        dict of str to float or int
+            Keyed by :meth:`record_columns` (of this summary's thresholds), in
+            that order: the ``nonfinite`` counts as ints, every other
+            statistic a float (``samples`` and ``skipped`` are the Summary's
+            own attributes; tables put them in columns of their own).
+
+        Examples
+        --------
+        >>> import numpy as np, fastsoftmax as fs
+        >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
+        >>> rec = s.record()
+        >>> list(rec) == fs.Summary.record_columns(s.thresholds)
+        True
+        >>> rec["jac_diag_max_nonfinite"], rec["jac_diag_max_below_0.001"]
+        (0, 0.0)
+        """
+        rec: dict[str, float | int] = {}
+        for name in OBS_NAMES:
+            for k, v in self[name].to_dict(quantiles).items():
+                rec[f"{name}_{k}"] = int(v) if k == "nonfinite" else float(v)
+        return rec
+
     def __repr__(self) -> str:
         lines = [f"Summary(samples={self.samples}, skipped={self.skipped}"
                  + (f", config={self.config}" if self.config else "") + ")"]

@@ -14,11 +14,9 @@ import numpy as np
 
 from .. import _config, api
 from .._inputs import check_dtype, check_samples, check_seed, check_thresholds, mc_target
-from .._math import OBS_NAMES
 from .._util import progress_bar
 from .._version import __version__
 from ..models import MODELS, _Model
-from ..summary import Stat
 from ..summary import Summary
 from ._table import (OUT_FORMATS, Lock, frame, read_table, remove_stale_tmp,
                      require, write_table)
@@ -259,8 +257,7 @@ def stat_columns(thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS) -> li
     >>> "jac_diag_max_below_1e-06" in cols
     True
     """
-    keys = Stat.keys(thresholds)
-    return [f"{name}_{k}" for name in OBS_NAMES for k in keys]
+    return Summary.record_columns(thresholds)
 
 
 def point_record(model: _Model, summary: Summary, target: Any, dtype: Any,
@@ -321,9 +318,7 @@ def point_record(model: _Model, summary: Summary, target: Any, dtype: Any,
     rec["target"] = target
     rec["dtype"] = str(dtype)
     rec["samples"] = int(summary.samples)
-    for name in summary.keys():
-        for k, v in summary[name].to_dict().items():
-            rec[f"{name}_{k}"] = int(v) if k == "nonfinite" else float(v)
+    rec.update(summary.record())
     return rec
 
 
