@@ -291,30 +291,52 @@ def plot(df, path, context=None):
                 if r == 1:
                     ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
+    from matplotlib.ticker import MaxNLocator
     for ax in axes[-1]:
         ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+PROGRESS_HELP = """\
+progress lines: '<run> step <s>  train <t>  val <v>  L<i>: jdm <m> H <h> max <x>  [<sec> s]'
+with t the training loss (mean over the last --every steps) and v the validation
+loss, in nats per character; per layer i: jdm the median jac_diag_max =
+max_i p_i (1 - p_i) over the layer's attention rows, H their mean entropy in
+nats, max the largest attention logit; sec the seconds since the run started."""
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                     argparse.RawDescriptionHelpFormatter):
+    """Defaults in the help, and the epilog's lines kept as written."""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--every", type=int, default=10, help="probe one training step in k")
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--heads", type=int, default=2, help=f"heads of {D_HEAD} dimensions")
-    ap.add_argument("--context", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=40)
-    ap.add_argument("--val-batches", type=int, default=2)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=PROGRESS_HELP, formatter_class=_HelpFormatter)
+    ap.add_argument("--steps", type=int, default=300, help="training steps per run")
+    ap.add_argument("--every", type=int, default=10,
+                    help="probe one training step in k (and validate then)")
+    ap.add_argument("--layers", type=int, default=2, help="transformer blocks")
+    ap.add_argument("--heads", type=int, default=2, help=f"attention heads of {D_HEAD} dimensions")
+    ap.add_argument("--context", type=int, default=128, help="sequence length in characters")
+    ap.add_argument("--batch", type=int, default=32, help="sequences per training step")
+    ap.add_argument("--lr", type=float, default=1e-3, help="peak AdamW learning rate")
+    ap.add_argument("--warmup", type=int, default=40,
+                    help="linear warm-up steps before the cosine decay")
+    ap.add_argument("--val-batches", type=int, default=2,
+                    help="validation batches per probed step")
     ap.add_argument("--rows-per-n", type=int, default=2000,
-                    help="synthetic rows per key count at step 0")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
+                    help="synthetic rows per key count for the step-0 comparison")
+    ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads; None: torch's own choice (all cores)")
     ap.add_argument("--out", default=".", help="directory for the CSVs and the PNG")
-    ap.add_argument("--quick", action="store_true", help="a few tiny steps (the test suite)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a few tiny steps (the test suite): 4 steps, context 16, batch 4")
     ap.add_argument("--replot", action="store_true",
                     help="only redraw the PNG from the CSV in --out")
     args = ap.parse_args(argv)
@@ -350,6 +372,7 @@ def main(argv=None):
         f"{args.context}, {nparam:,} parameters; batch {args.batch}, {args.steps} steps, "
         f"probe every {args.every}; torch {torch.__version__}, {torch.get_num_threads()} threads")
 
+    log(PROGRESS_HELP.replace("\n", " "))
     import pandas as pd
     x0 = next(batches(data_tr, args.context, args.batch, args.seed))[0]
     recs, step0 = [], []

@@ -1,0 +1,148 @@
+"""examples/instability.py: its quick sweep end to end, and its pieces against
+independent references."""
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the experiment trains a torch model")
+pd = pytest.importorskip("pandas", reason="the experiment writes pandas tables")
+pytest.importorskip("matplotlib", reason="the experiment draws its figure with matplotlib")
+
+from conftest import REPO, subprocess_env  # noqa: E402
+
+SCRIPT = os.path.join(REPO, "examples", "instability.py")
+COLUMNS = {"lr", "qk_layernorm", "step", "loss", "module", "head", "max_logit", "entropy_mean",
+           "jac_diag_max_below_1e-06", "jac_diag_max_log10_q0.5", "logit_spread",
+           "grad_logits_norm", "grad_probs_norm", "law_below", "val_loss"}
+
+
+@pytest.fixture(scope="module")
+def inst():
+    spec = importlib.util.spec_from_file_location("instability", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_quick_sweep(tmp_path):
+    r = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(tmp_path)],
+                       capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    df = pd.read_csv(tmp_path / "instability.csv")
+    assert COLUMNS <= set(df.columns)
+    assert set(df.lr) == {0.01, 1.0} and set(df.qk_layernorm) == {False, True}
+    assert set(df.module) == {"blocks.0.attn", "blocks.1.attn"} and set(df["head"]) == {0, 1, 2, 3}
+    assert sorted(df.step.unique()) == [0, 5, 10, 15, 19]
+    assert len(df) == 4 * 5 * 2 * 4                     # runs x probed steps x layers x heads
+    assert (df.rows == 8 * 64).all()                    # batch 8, every query row
+    # query 0 sees one key: p = 1, jac_diag_max = 0, in every sequence
+    assert (df["jac_diag_max_below_1e-06"] >= 1 / 64 - 1e-12).all()
+    assert (df.law_below >= 1 / 64 - 1e-12).all() and (df.law_below <= 1).all()
+    # the same initialisation for every run: step 0 is the same without qk-layernorm
+    s0 = df[(df.step == 0) & ~df.qk_layernorm].sort_values(["lr", "module", "head"])
+    a, b = (s0[s0.lr == v].max_logit.to_numpy() for v in (0.01, 1.0))
+    np.testing.assert_array_equal(a, b)
+    # the instability: at lr 1 without qk-layernorm the first layer's largest
+    # logit outgrows the qk-layernorm run's by orders of magnitude (measured:
+    # 1.3e6 against 170 at step 19)
+    last = df[(df.step == 19) & (df.layer == 0) & (df.lr == 1.0)]
+    off = last[~last.qk_layernorm].max_logit.max()
+    on = last[last.qk_layernorm].max_logit.max()
+    assert off > 100 * on
+    losses = pd.read_csv(tmp_path / "instability_loss.csv")
+    assert len(losses) == 4 * 20 and set(losses.columns) == {"lr", "qk_layernorm", "step", "loss"}
+    assert (tmp_path / "instability.png").stat().st_size > 10_000
+    assert "lead_steps" in r.stdout
+    # --replot redraws from the CSVs alone
+    os.remove(tmp_path / "instability.png")
+    r = subprocess.run([sys.executable, SCRIPT, "--quick", "--replot", "--out", str(tmp_path)],
+                       capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "instability.png").stat().st_size > 10_000
+
+
+def test_law_below_matches_direct(inst):
+    from fastsoftmax import theory
+    spread = np.array([0.5, 3.0, 7.5, 20.0, 140.0, 3e3])
+    got = inst.law_below(spread, 64)
+    n = np.arange(1, 65)[:, None]
+    ref = theory.Law.gaussian(n, spread[None, :]).fraction_below("jac_diag_max", 1e-6).mean(0)
+    np.testing.assert_allclose(got, ref, rtol=2e-3)
+    assert np.isnan(inst.law_below(np.array([np.nan, 0.0]), 64)).all()
+
+
+def test_measure_gradient_through_softmax(inst):
+    """The measured |dL/dx| equals |J dL/dp| computed in float64 from the
+    probabilities and |dL/dp|, head by head; the explicit attention gives the
+    training (SDPA) forward's loss; parameter gradients stay untouched."""
+    torch.manual_seed(0)
+    model = inst.Decoder(context=8, layers=2, d_model=16, heads=2, qk_layernorm=False)
+    x = torch.randint(0, 256, (3, 8))
+    y = torch.randint(0, 256, (3, 8))
+    ref_loss = float(inst.ce(model(x), y).detach())
+    out = inst.measure(model, x, y)
+    assert all(p.grad is None for p in model.parameters())
+    assert not any(b.attn.measure or b.attn.saved for b in model.blocks)
+    assert set(out) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    # reference: dL/dx = p * (g - sum_k p_k g_k), from a fresh explicit pass
+    for b in model.blocks:
+        b.attn.measure = True
+    loss = inst.ce(model(x), y)
+    assert float(loss.detach()) == pytest.approx(ref_loss, rel=1e-6)     # explicit = SDPA
+    saved = [b.attn.saved for b in model.blocks]
+    grads = torch.autograd.grad(loss, [s[1] for s in saved])
+    for b in model.blocks:
+        b.attn.measure, b.attn.saved = False, None
+    for li, ((logits, p), g) in enumerate(zip(saved, grads)):
+        p64, g64 = p.detach().double(), g.double()
+        gx = p64 * (g64 - (p64 * g64).sum(-1, keepdim=True))
+        for h in range(2):
+            assert out[li, h]["grad_probs_norm"] == pytest.approx(float(g64[:, h].norm()),
+                                                                  rel=1e-12)
+            assert out[li, h]["grad_logits_norm"] == pytest.approx(float(gx[:, h].norm()),
+                                                                   rel=1e-4)
+            lg = logits.detach().double()[:, h]
+            spreads = [float(lg[bb, i, :i + 1].var()) for bb in range(3) for i in range(1, 8)]
+            assert out[li, h]["logit_spread"] == pytest.approx(math.sqrt(np.mean(spreads)),
+                                                               rel=1e-9)
+
+
+def test_warnings_table(inst):
+    """Saturation at step 20, the loss 0.5 nats above its best from step 40:
+    a lead of 20 steps; a run that never saturates has no saturation step."""
+    steps = np.arange(0, 60, 10)
+    rows = []
+    for qk, sat in ((False, [0.02, 0.05, 0.3, 0.9, 1.0, 1.0]), (True, [0.02] * 6)):
+        for s, f in zip(steps, sat):
+            rows.append(dict(lr=1.0, qk_layernorm=qk, step=s, layer=0, head=0, max_logit=10.0,
+                             entropy_mean=1.0, **{"jac_diag_max_below_1e-06": f},
+                             **{"jac_diag_max_log10_q0.5": -1.0}, law_below=f, val_loss=3.0))
+    df = pd.DataFrame(rows)
+    loss = np.r_[np.linspace(5, 3, 31), np.full(29, 9.0)]     # best 3 at step 30; 9 from 31
+    losses = pd.DataFrame([dict(lr=1.0, qk_layernorm=qk, step=s, loss=v)
+                           for qk in (False, True) for s, v in enumerate(loss)])
+    t = inst.warnings_table(df, losses).set_index("qk_layernorm")
+    # the 10-step mean exceeds 3.5 once (9 - 3) k / 10 > 0.5 - (tail of the ramp): step 31
+    assert t.loc[False, "saturated_step"] == 20
+    assert t.loc[False, "blowup_step"] == 31
+    assert t.loc[False, "lead_steps"] == 11
+    assert pd.isna(t.loc[True, "saturated_step"]) and pd.isna(t.loc[True, "lead_steps"])
+    assert t.loc[False, "saturated_final"] == 1.0
+
+
+def test_schedule(inst):
+    s = [inst.schedule(i, 100, 10) for i in range(100)]
+    assert s[0] == pytest.approx(0.1) and s[9] == pytest.approx(1.0)
+    assert s[10] == pytest.approx(1.0) and s[55] == pytest.approx(0.5)
+    assert all(a >= b for a, b in zip(s[10:], s[11:]))
+
+
+def test_bad_arguments(inst):
+    for argv in (["--steps", "0"], ["--heads", "3"], ["--lrs", "-1"]):
+        with pytest.raises(SystemExit):
+            inst.parse(argv)
