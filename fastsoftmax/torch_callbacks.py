@@ -419,12 +419,25 @@ def _transformers_class() -> type:
             self.trainer: Any = None
             self._hook: Any = None
 
-        every = property(lambda self: self._driver.every, doc="Probe one step in this many.")
-        probe = property(lambda self: self._driver.probe, doc="The AttentionProbe, or None.")
-        history = property(lambda self: self._driver.history,
-                           doc="Every probed step's full frame (per head).")
-        module_history = property(lambda self: self._driver.module_history,
-                                  doc="Every probed step's frame by module (what is logged).")
+        @property
+        def every(self) -> int:
+            """Probe one training step in this many."""
+            return self._driver.every
+
+        @property
+        def probe(self) -> AttentionProbe | None:
+            """The AttentionProbe (None before training starts)."""
+            return self._driver.probe
+
+        @property
+        def history(self) -> Any:
+            """Every probed step's full frame, per head (``AttentionProbe.history``)."""
+            return self._driver.history
+
+        @property
+        def module_history(self) -> Any:
+            """Every probed step's frame by module: the values logged."""
+            return self._driver.module_history
 
         def attach(self, trainer: Any) -> Any:
             """Log through ``trainer`` (and add the callback to it if not there).
@@ -446,7 +459,21 @@ def _transformers_class() -> type:
 
         def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                            **kwargs: Any) -> None:
-            """Make the probe and the hook that leaves it after the forward."""
+            """Make the probe and the hook that leaves it after the forward.
+
+            Parameters
+            ----------
+            args : transformers.TrainingArguments
+                The Trainer's arguments.
+            state : transformers.TrainerState
+                Its state.
+            control : transformers.TrainerControl
+                Its control flags (left as they are).
+            model : torch.nn.Module
+                The model trained (the probe names its submodules).
+            **kwargs
+                The Trainer's other objects.
+            """
             if self.trainer is None:
                 raise RuntimeError("ProbeCallback logs through its Trainer: attach it with "
                                    "ProbeCallback(every=...).attach(trainer) before training")
@@ -456,18 +483,54 @@ def _transformers_class() -> type:
                     lambda *a: self._driver.exit(), always_call=True)
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            """Enter the probe on a probed step."""
+            """Enter the probe on a probed step.
+
+            Parameters
+            ----------
+            args : transformers.TrainingArguments
+                The Trainer's arguments.
+            state : transformers.TrainerState
+                Its state (``global_step``).
+            control : transformers.TrainerControl
+                Its control flags (left as they are).
+            **kwargs
+                The Trainer's other objects (``model``, ``optimizer``, ...).
+            """
             if self._driver.due(state.global_step):
                 self._driver.enter()
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            """Record the step and log its key scalars through the Trainer."""
+            """Record the step and log its key scalars through the Trainer.
+
+            Parameters
+            ----------
+            args : transformers.TrainingArguments
+                The Trainer's arguments.
+            state : transformers.TrainerState
+                Its state (``global_step``).
+            control : transformers.TrainerControl
+                Its control flags (left as they are).
+            **kwargs
+                The Trainer's other objects (``model``, ``optimizer``, ...).
+            """
             scalars = self._driver.record(state.global_step)
             if scalars:
                 self.trainer.log(dict(scalars))
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            """Leave the probe and remove the hook."""
+            """Leave the probe and remove the hook.
+
+            Parameters
+            ----------
+            args : transformers.TrainingArguments
+                The Trainer's arguments.
+            state : transformers.TrainerState
+                Its state (``global_step``).
+            control : transformers.TrainerControl
+                Its control flags (left as they are).
+            **kwargs
+                The Trainer's other objects (``model``, ``optimizer``, ...).
+            """
             self._driver.exit()
             if self._hook is not None:
                 self._hook.remove()
@@ -488,41 +551,116 @@ def _lightning_class() -> type:
                      **probe_options: Any) -> None:
             self._driver = _Driver(every, prefix, probe_options)
 
-        every = property(lambda self: self._driver.every, doc="Probe one step in this many.")
-        probe = property(lambda self: self._driver.probe, doc="The AttentionProbe, or None.")
-        history = property(lambda self: self._driver.history,
-                           doc="Every probed step's full frame (per head).")
-        module_history = property(lambda self: self._driver.module_history,
-                                  doc="Every probed step's frame by module (what is logged).")
+        @property
+        def every(self) -> int:
+            """Probe one training step in this many."""
+            return self._driver.every
+
+        @property
+        def probe(self) -> AttentionProbe | None:
+            """The AttentionProbe (None before training starts)."""
+            return self._driver.probe
+
+        @property
+        def history(self) -> Any:
+            """Every probed step's full frame, per head (``AttentionProbe.history``)."""
+            return self._driver.history
+
+        @property
+        def module_history(self) -> Any:
+            """Every probed step's frame by module: the values logged."""
+            return self._driver.module_history
 
         def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-            """Make the probe of the module."""
+            """Make the probe of the module.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            """
             self._driver.start(pl_module)
 
         def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any,
                                  batch_idx: int) -> None:
-            """Enter the probe on a probed step."""
+            """Enter the probe on a probed step.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            batch : object
+                The batch.
+            batch_idx : int
+                Its index in the epoch.
+            """
             if self._driver.due(trainer.global_step):
                 self._driver.enter()
 
         def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
-            """Leave the probe: the forward is done."""
+            """Leave the probe: the forward is done.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            loss : torch.Tensor
+                The loss about to be backpropagated.
+            """
             self._driver.exit()
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                                batch_idx: int) -> None:
-            """Record the step and log its key scalars to the module's loggers."""
+            """Record the step and log its key scalars to the module's loggers.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            outputs : object
+                What ``training_step`` returned.
+            batch : object
+                The batch.
+            batch_idx : int
+                Its index in the epoch.
+            """
             scalars = self._driver.record(trainer.global_step)
             if scalars:
                 for logger in pl_module.loggers:
                     logger.log_metrics(scalars, step=trainer.global_step)
 
         def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-            """Leave the probe."""
+            """Leave the probe.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            exception : BaseException
+                What was raised.
+            """
             self._driver.exit()
 
         def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
-            """Leave the probe."""
+            """Leave the probe.
+
+            Parameters
+            ----------
+            trainer : lightning.pytorch.Trainer
+                The Trainer (``global_step``).
+            pl_module : lightning.pytorch.LightningModule
+                The module trained.
+            """
             self._driver.exit()
 
     LightningProbeCallback.__module__ = __name__
