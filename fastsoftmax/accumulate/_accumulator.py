@@ -31,8 +31,8 @@ class Accumulator:
     ``merge`` / ``+`` (the union of two sets of rows, in any order) and
     ``concat`` (rows that follow on: ``other`` starts at the block where
     ``self`` ends; the bits of one pass) return a new accumulator; ``+=``
-    adds ``other`` in place.  None of them changes ``other``.  ``tree`` is
-    None once merged out of order (the moments are then a plain total).
+    adds ``other`` in place.  None of them changes ``other``.  Once merged
+    out of order the moments are a plain total (``moments.tree`` is None).
     """
 
     __slots__ = ("count", "skipped", "moments", "extremes", "threshold_counts", "sketch")
@@ -47,8 +47,18 @@ class Accumulator:
 
     # -- the parts' arrays under the names the backends and Stat use
     @property
-    def tree(self) -> MomentTree | None:
-        """The moment tree of one run (None once merged out of order)."""
+    def tree(self) -> MomentTree:
+        """The moment tree of one run, which the backends push blocks on.
+
+        Raises
+        ------
+        ValueError
+            The accumulator was merged out of order (``+``): its moments are
+            a plain total (``moments.tree`` is None).
+        """
+        if self.moments.tree is None:
+            raise ValueError("a merged accumulator has no moment tree (its moments are a "
+                             "plain total)")
         return self.moments.tree
 
     @property
