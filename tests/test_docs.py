@@ -162,10 +162,9 @@ REQUIRED = {
                            "Est", "judge_saturation", "judge_flat", "judge_literal",
                            "judge_shift", "judge_ce_right", "judge_ce_wrong", "judge_scale",
                            "judge_band", "judge_prediction", "judge_law", "judge_critical"],
-    "fastsoftmax.theory": ["Law", "law", "gap_sf", "gap_cdf", "gap_quantile", "gap_median",
-                           "critical_scale", "critical_d_k", "freezing_scale", "rem_entropy",
-                           "rem_max_prob", "rem_max_prob_sf", "expected_max", "stated_accuracy",
-                           "SATURATING"],
+    "fastsoftmax.theory": ["Law", "law", "Observable", "Gap", "RandomEnergyModel",
+                           "RemObservable", "critical_scale", "critical_d_k", "freezing_scale",
+                           "stated_accuracy", "ACCURACY", "SATURATING"],
 }
 
 

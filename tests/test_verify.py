@@ -286,7 +286,7 @@ def test_run_law_points_and_predictions(tiny):
     from fastsoftmax import theory
     law = theory.Law.dot_product(V.N, 4096, False)
     assert pc["dk"][4096]["predicted"] == pytest.approx(
-        float(law.fraction_below("jac_diag_max", V.LEVEL)), rel=1e-12)
+        float(law["jac_diag_max"].cdf(V.LEVEL)), rel=1e-12)
     assert pc["dk"][1]["predicted"] != pc["dk"][1]["predicted"]       # NaN: outside
     pts = {(p.get("scale"), p.get("d_k")): s for p, s in res.summaries["law"]}
     assert (pc["sigma_star"], None) in pts and (None, pc["dk_point"]) in pts

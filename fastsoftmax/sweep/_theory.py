@@ -160,34 +160,35 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         if n > 2:
-            rel, _ = law.stated_accuracy("fraction_below", order)
-            covered = bool(np.isfinite(rel))
             for obs in REM:
-                r, _ = law.stated_accuracy(f"rem_{obs}")
-                if np.isfinite(r):
-                    fn = law.rem_entropy if obs == "entropy" else law.rem_max_prob
-                    rec[f"{obs}_theory_rem_mean"] = _f(fn())
+                rem = law.rem[obs]
+                if np.isfinite(rem.stated_accuracy()[0]):
+                    rec[f"{obs}_theory_rem_mean"] = _f(rem.mean())
         for obs in OBS_NAMES:
             if obs in _TARGETED and tgt is None:
                 continue
             tg = tgt or "argmax"
             if n <= 2:
-                rec[f"{obs}_theory_mean"] = _f(law.mean(obs, tg))
-                rec[f"{obs}_theory_q0.5"] = _f(law.quantile(obs, 0.5, tg))
+                d = law[obs, tg]
+                rec[f"{obs}_theory_mean"] = _f(d.mean())
+                rec[f"{obs}_theory_q0.5"] = _f(d.median())
                 for ti in t:
                     try:
-                        rec[f"{obs}_theory_below_{ti:g}"] = _f(law.fraction_below(obs, ti, tg))
+                        rec[f"{obs}_theory_below_{ti:g}"] = _f(d.cdf(ti))
                     except ValueError:
                         pass
                 continue
-            if obs not in theory.SATURATING or not covered:
+            if obs not in theory.SATURATING:
+                continue
+            d = law.observable(obs, tg, order)
+            if not np.isfinite(d.stated_accuracy()[0]):
                 continue
             ok = (t > 0) & (t <= T_MAX)
             if ok.any():
-                fr = law.fraction_below(obs, t[ok], tg, order=order)
+                fr = d.cdf(t[ok])
                 for ti, v in zip(t[ok], np.atleast_1d(fr)):
                     rec[f"{obs}_theory_below_{ti:g}"] = _f(v)
-            med = _f(law.median(obs, tg, order=order))
+            med = _f(d.median())
             if med <= T_MAX:
                 rec[f"{obs}_theory_q0.5"] = med
     return rec
