@@ -159,6 +159,7 @@ REQUIRED = {
                           "read_table", "write_table", "SweepLocked", "theory_columns",
                           "theory_record"],
     "fastsoftmax.verify": ["run", "prepare", "Experiment", "VerifyResult", "Claim", "Check",
+                           "CLAIMS", "ClaimSpec", "Evidence", "judge_claims", "LawPoint",
                            "Est", "judge_saturation", "judge_flat", "judge_literal",
                            "judge_shift", "judge_ce_right", "judge_ce_wrong", "judge_scale",
                            "judge_band", "judge_prediction", "judge_law", "judge_critical"],

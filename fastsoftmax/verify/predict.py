@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .claims import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
+from .constants import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
 
 ORDER = 1
 OBS = "jac_diag_max"
