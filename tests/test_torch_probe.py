@@ -541,6 +541,7 @@ def test_hooks_and_mode_removed_after_exception():
         with AttentionProbe(net):
             net(torch.randn(1, 4, 15))              # wrong width: the model raises
     assert len(mm._global_forward_pre_hooks) == pre and len(mm._global_forward_hooks) == post
+    assert not mm._has_any_global_hook()
     assert torch.overrides._get_current_function_mode() is None
 
 

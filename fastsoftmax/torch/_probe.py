@@ -29,6 +29,12 @@ CHUNK_LOGITS = 1 << 22
 STATISTICS = ("full", "max_logit")
 
 _log = logging.getLogger("fastsoftmax.torch")
+# graphs torch.compile builds and calls: never a module of the model
+_GraphModule = torch.fx.GraphModule
+# torch warns on every call of a torch.compile wrapper while global hooks are
+# registered that they fire for the wrapper too; the probe counts the wrapper
+# and the module it wraps as one (``_orig``), so that warning is not the user's
+_HOOKS_MESSAGE = r"Using `torch.compile\(module\)` when there are global hooks"
 _WARM = {"done": False}
 
 
@@ -70,9 +76,10 @@ def _warm_kernels() -> None:
         return
 
     def note():
-        _log.warning("fastsoftmax.torch: compiling the summary kernels once for this "
-                     "machine (10-60 s the first time; cached in %s)", _kernel_cache())
-    timer = threading.Timer(1.0, note)
+        _log.warning("fastsoftmax.torch: loading the summary kernels, compiling them if "
+                     "this machine has no cached copy (10-60 s the first time; cache: %s)",
+                     _kernel_cache())
+    timer = threading.Timer(3.0, note)
     timer.daemon = True
     timer.start()
     try:
@@ -225,6 +232,7 @@ class AttentionProbe:
         self._skipping = False
         self._seen = 0              # attention calls summarised since the probe was made
         self._warned: set[str] = set()
+        self._mode: _ic.ProbeMode | None = None
 
     def _new_aggregator(self) -> Aggregator:
         return Aggregator(self.target, self.thresholds, self.backend, self.chunk_logits,
@@ -479,20 +487,18 @@ class AttentionProbe:
         self._root_names: dict[int, tuple[Any, dict]] = {}
         self._fused_ok = _ic.global_hooks_take_kwargs()
         self._entered_seen, self._entered_forwards = self._seen, self._forwards
-        mm = nn.modules.module
-        self._handles = [mm.register_module_forward_pre_hook(self._pre_hook)]
-        if self._fused_ok:
-            self._handles.append(mm.register_module_forward_hook(
-                self._post_hook, with_kwargs=True, always_call=True))
-        else:
-            self._handles.append(mm.register_module_forward_hook(
-                self._post_hook, always_call=True))
-        self._mode = _ic.ProbeMode(self._dispatch, self.eager)
+        self._add_hooks()
+        if self._mode is None:
+            # one mode per probe: compiled graphs guard on the mode object, so a
+            # new one at every entry would recompile every probed forward
+            self._mode = _ic.ProbeMode(self._dispatch, self.eager)
         try:
             self._mode.__enter__()
         except BaseException:
             self._remove_hooks()
             raise
+        warnings.filterwarnings("ignore", message=_HOOKS_MESSAGE, category=UserWarning)
+        self._filter = warnings.filters[0]
         self._active = True
         return self
 
@@ -542,10 +548,55 @@ class AttentionProbe:
         warnings.warn(f"AttentionProbe saw no attention in a probed forward of {name}: {why}",
                       RuntimeWarning, stacklevel=3)
 
+    def _add_hooks(self) -> None:
+        """The global hooks, under the same ids at every entry: compiled graphs
+        guard on the ids of the global hooks, so new ones would recompile
+        every probed forward."""
+        mm = nn.modules.module
+        ids = getattr(self, "_hook_ids", None)
+        dicts = ("_global_forward_pre_hooks", "_global_forward_hooks",
+                 "_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called")
+        if ids is not None and all(isinstance(getattr(mm, d, None), dict) for d in dicts):
+            pre_id, post_id = ids
+            mm._global_forward_pre_hooks[pre_id] = self._pre_fn
+            mm._global_forward_hooks[post_id] = self._post_fn
+            if self._fused_ok:
+                mm._global_forward_hooks_with_kwargs[post_id] = True
+            mm._global_forward_hooks_always_called[post_id] = True
+            self._handles = [(mm._global_forward_pre_hooks, pre_id),
+                             (mm._global_forward_hooks, post_id)]
+            return
+        # bound once: the graphs guard on the hook objects too
+        self._pre_fn, self._post_fn = self._pre_hook, self._post_hook
+        hs = [mm.register_module_forward_pre_hook(self._pre_fn)]
+        if self._fused_ok:
+            hs.append(mm.register_module_forward_hook(
+                self._post_fn, with_kwargs=True, always_call=True))
+        else:
+            hs.append(mm.register_module_forward_hook(self._post_fn, always_call=True))
+        self._hook_ids = (hs[0].id, hs[1].id)
+        self._handles = [(None, h) for h in hs]
+
     def _remove_hooks(self):
-        for h in self._handles:
-            h.remove()
+        mm = nn.modules.module
+        for d, h in self._handles:
+            if d is None:
+                h.remove()
+                hid = h.id
+            else:
+                d.pop(h, None)
+                hid = h
+            # torch's handle forgets the with_kwargs entry of a global hook
+            # (a leftover makes torch.compile wrappers warn ever after)
+            for extra in ("_global_forward_hooks_with_kwargs",
+                          "_global_forward_hooks_always_called"):
+                getattr(mm, extra, {}).pop(hid, None)
         self._handles = []
+        filt = getattr(self, "_filter", None)
+        if filt is not None and filt in warnings.filters:
+            warnings.filters.remove(filt)
+            warnings._filters_mutated()      # type: ignore[attr-defined]
+        self._filter = None
 
     # ---------------------------------------------------- mode stepping aside
     def _suspend(self) -> bool:
@@ -572,7 +623,7 @@ class AttentionProbe:
             # inside a compiled region the hooks are compiled away (a Python
             # stack would recompile every call); calls are named from frames
             return None
-        if threading.get_ident() != self._thread:
+        if threading.get_ident() != self._thread or isinstance(module, _GraphModule):
             return None
         st = self._stack
         fr = _Frame(module)
@@ -603,7 +654,7 @@ class AttentionProbe:
         # the forward raised (always_call): then only the stack is unwound
         if torch.compiler.is_compiling():
             return None
-        if threading.get_ident() != self._thread:
+        if threading.get_ident() != self._thread or isinstance(module, _GraphModule):
             return None
         st = self._stack
         if not st or st[-1].module is not module:
@@ -620,7 +671,7 @@ class AttentionProbe:
             if fr.root:
                 if len(rest) == 2 and not self._skipping:
                     self._flush()
-                    if self._seen == fr.seen:
+                    if self._seen == fr.seen and self.model is not None:
                         self._no_attention(_orig(module))
                 self._skipping = False
         return None
