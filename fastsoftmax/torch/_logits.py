@@ -434,6 +434,7 @@ class Blocks:
         self._pad(out, b, h, l0, n)
 
     def _pad(self, out, b, h, l0, n):
+        pad: torch.Tensor | None
         if self._qmask is not None:
             pad = self._qmask[b[0], l0:l0 + n].logical_not()
         elif self._rule:

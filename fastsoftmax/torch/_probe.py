@@ -233,6 +233,11 @@ class AttentionProbe:
         self._seen = 0              # attention calls summarised since the probe was made
         self._warned: set[str] = set()
         self._mode: _ic.ProbeMode | None = None
+        self._pre_fn: Any = None
+        self._post_fn: Any = None
+        self._hook_ids: tuple[int, int] | None = None
+        self._handles: list[tuple[Any, Any]] = []
+        self._filter: Any = None
 
     def _new_aggregator(self) -> Aggregator:
         return Aggregator(self.target, self.thresholds, self.backend, self.chunk_logits,
@@ -508,7 +513,7 @@ class AttentionProbe:
         if self._off_depth:
             # left from inside a module's forward while the mode was stepped aside
             self._off_depth = 0
-        else:
+        elif self._mode is not None:
             self._mode.__exit__(exc_type, exc, tb)
         self._stack = []
         self._skipping = False
@@ -553,7 +558,7 @@ class AttentionProbe:
         guard on the ids of the global hooks, so new ones would recompile
         every probed forward."""
         mm = nn.modules.module
-        ids = getattr(self, "_hook_ids", None)
+        ids = self._hook_ids
         dicts = ("_global_forward_pre_hooks", "_global_forward_hooks",
                  "_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called")
         if ids is not None and all(isinstance(getattr(mm, d, None), dict) for d in dicts):
@@ -593,8 +598,9 @@ class AttentionProbe:
                 getattr(mm, extra, {}).pop(hid, None)
         self._handles = []
         filt = getattr(self, "_filter", None)
-        if filt is not None and filt in warnings.filters:
-            warnings.filters.remove(filt)
+        filters: Any = warnings.filters
+        if filt is not None and filt in filters:
+            filters.remove(filt)
             warnings._filters_mutated()      # type: ignore[attr-defined]
         self._filter = None
 
@@ -614,7 +620,7 @@ class AttentionProbe:
 
     def _resume(self) -> None:
         self._off_depth -= 1
-        if self._off_depth == 0:
+        if self._off_depth == 0 and self._mode is not None:
             self._mode.__enter__()
 
     # ------------------------------------------------------------ module hooks
