@@ -549,7 +549,8 @@ class AttentionProbe:
             why = ("it calls no scaled_dot_product_attention, flex_attention, "
                    "nn.MultiheadAttention or encoder layer (eager attention needs "
                    "eager=True; flash_attention_2 and other fused kernels called directly "
-                   "cannot be seen)")
+                   "cannot be seen, nor compiled nn.MultiheadAttention or encoder layers on "
+                   "their fused fast path, in eval mode without grad)")
         warnings.warn(f"AttentionProbe saw no attention in a probed forward of {name}: {why}",
                       RuntimeWarning, stacklevel=3)
 
@@ -703,7 +704,8 @@ class AttentionProbe:
         return type(root).__name__
 
     def _call_name(self, compiled: bool = False) -> str:
-        if compiled and self._names is not None:
+        if (compiled or len(self._stack) <= 1) and self._names is not None:
+            # compiled code runs no module hooks: the stack holds the root at most
             q = _ic.innermost_module(lambda m: self._names.get(id(m)))  # type: ignore
             if q is not None:
                 return self._display(q)
@@ -747,6 +749,7 @@ class AttentionProbe:
         self._agg.add_call(name, spec, count, self._query_mask)
         self._seen += 1
 
+    @torch.compiler.disable
     def _on_fused_module(self, fr, args, kwargs):
         m = fr.module
         if fr.fused == "mha":
