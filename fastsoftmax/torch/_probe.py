@@ -245,8 +245,9 @@ class AttentionProbe:
 
     @property
     def query_mask(self) -> torch.Tensor | None:
-        """The explicit query mask ((batch, queries) bool, True = a real
-        token), or None (the padding rule alone).
+        """The explicit query mask, or None (the padding rule alone).
+
+        A (batch, queries) bool tensor, True for a real token's query.
 
         Returns
         -------
@@ -272,8 +273,9 @@ class AttentionProbe:
     # ---------------------------------------------------------------- results
     @property
     def summaries(self) -> dict[tuple[str, int], Summary]:
-        """The Summary of each (module, head), merged over its calls (empty in
-        the light mode).
+        """The Summary of each (module, head), merged over its calls.
+
+        Empty in the light mode.
 
         Returns
         -------
@@ -284,9 +286,10 @@ class AttentionProbe:
 
     @property
     def max_logits(self) -> dict[str, torch.Tensor]:
-        """The largest logit of each head, per module: a (heads,) tensor (light
-        mode: in the model's dtype on its device, not synchronised; full mode:
-        float64 on the CPU); -inf for a head with no finite logit.
+        """The largest logit of each head, per module: a (heads,) tensor.
+
+        Light mode: in the model's dtype on its device, not synchronised;
+        full mode: float64 on the CPU; -inf for a head with no finite logit.
 
         Returns
         -------
