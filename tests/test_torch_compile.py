@@ -217,3 +217,21 @@ def test_flex_attention_compiled():
     want = fs.summarize(lg[:, 1].reshape(-1, 8).numpy())
     assert p.summaries["call0", 1]["entropy"].mean == pytest.approx(want["entropy"].mean,
                                                                     rel=1e-12)
+
+
+def test_compiled_encoder_layer_training_seen_and_named():
+    """A compiled nn.TransformerEncoderLayer in train mode runs its slow path
+    (F.multi_head_attention_forward under the mode): seen, named from the
+    module frames, the same figures as eager, outputs bitwise."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    x = torch.randn(2, 7, 16)
+    with AttentionProbe(layer) as ref:
+        layer(x)
+    cm = torch.compile(layer, backend=Counting())
+    y0 = cm(x)
+    with AttentionProbe(cm) as p:
+        y1 = cm(x)
+    assert torch.equal(y0, y1)
+    assert p.calls == ref.calls == {"self_attn": 1}
+    same_summaries(p.summaries, ref.summaries, rtol=1e-12)

@@ -72,6 +72,9 @@ except ImportError as exc:     # pragma: no cover - exercised in a subprocess
     raise ImportError(
         "fastsoftmax.torch needs PyTorch: pip install 'fastsoftmax[torch]'") from exc
 
-from ._probe import CHUNK_LOGITS, STATISTICS, AttentionProbe
+from ._probe import CHUNK_LOGITS, STATISTICS, AttentionProbe  # noqa: F401
 
-__all__ = ["AttentionProbe", "CHUNK_LOGITS", "STATISTICS"]
+# documented (and doctested) where users import it from
+AttentionProbe.__module__ = __name__
+
+__all__ = ["AttentionProbe", "CHUNK_LOGITS"]

@@ -188,6 +188,15 @@ class Aggregator:
         H, L, S = blocks.H, blocks.L, blocks.S
         if nrows == 0 or S == 0:
             return
+        if blocks.batched_ok():
+            mx, rows = self._light_batched(blocks, batches)
+            for h in range(H):
+                st = self._head(name, h)
+                st.max_logit = mx[h] if isinstance(st.max_logit, float) else torch.maximum(
+                    st.max_logit, mx[h])
+                st.rows = rows[h] if isinstance(st.rows, int) else st.rows + rows[h]
+                st.calls += int(count)
+            return
         cap = max(1, min(L, self.chunk_logits // S))
         buf = torch.empty((cap, S), dtype=blocks.dtype, device=blocks.device)
         self.peak_chunk_logits = max(self.peak_chunk_logits, cap * S)
@@ -208,6 +217,23 @@ class Aggregator:
                 st.max_logit, mx)
             st.rows = rows if isinstance(st.rows, int) else st.rows + rows
             st.calls += int(count)
+
+    def _light_batched(self, blocks: Blocks, batches):
+        """The light mode a group of heads at a time (one matmul, one mask
+        pass, one max per group): per head the largest logit and the rows."""
+        H, L, S = blocks.H, blocks.L, blocks.S
+        dev, dt = blocks.device, blocks.dtype
+        hc = max(1, min(H, self.chunk_logits // max(1, L * S)))
+        self.peak_chunk_logits = max(self.peak_chunk_logits, hc * L * S)
+        mx = torch.full((H,), -math.inf, dtype=dt, device=dev)
+        rows = torch.zeros((H,), dtype=torch.int64, device=dev)
+        for b in batches:
+            for h0 in range(0, H, hc):
+                h1 = min(H, h0 + hc)
+                rmax = blocks.row_max(b, h0, h1)          # (h1 - h0, L)
+                mx[h0:h1] = torch.maximum(mx[h0:h1], rmax.amax(dim=1))
+                rows[h0:h1] += (rmax > -math.inf).sum(dim=1)
+        return mx, rows
 
     def _chunk(self, logits):
         return summarize_chunk(logits, self.target, self.thresholds, self.backend,

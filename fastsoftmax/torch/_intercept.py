@@ -96,8 +96,9 @@ class ProbeMode(TorchFunctionMode):
 
     def __init__(self, dispatch: Callable, eager: bool) -> None:
         super().__init__()
-        self._dispatch = dispatch
-        self._dispatch_compiled = torch.compiler.disable(dispatch)
+        # disabled on both roads: a frame called from a compiled region (after
+        # a graph break) is itself handed to Dynamo unless it is disabled
+        self._dispatch = torch.compiler.disable(dispatch)
         self._eager = eager
         self.pending: list = []     # flex_attention calls not summarised yet
 
@@ -110,14 +111,12 @@ class ProbeMode(TorchFunctionMode):
         if func is FLEX and FLEX is not None:
             self.pending.append((args, kwargs))
         elif func is SDPA or func is MHA_F or (self._eager and _is_softmax(func)):
-            if torch.compiler.is_compiling():
-                self._dispatch_compiled(func, args, kwargs, True)
-            else:
-                self._dispatch(func, args, kwargs, False)
+            self._dispatch(func, args, kwargs, torch.compiler.is_compiling())
         elif self.pending and not torch.compiler.is_compiling():
             self.flush()
         return out
 
+    @torch.compiler.disable
     def flush(self) -> None:
         """Summarise the pending flex_attention calls."""
         pending, self.pending[:] = list(self.pending), []

@@ -433,7 +433,58 @@ class Blocks:
                 out[:, l0:l0 + w].masked_fill_(self._triangle(n, w), -math.inf)
         self._pad(out, b, h, l0, n)
 
+    def batched_ok(self) -> bool:
+        """Whether :meth:`row_max` applies (q and k given, no flex functions).
+
+        Returns
+        -------
+        bool
+        """
+        sp = self.spec
+        return sp.scores is None and sp.score_mod is None and sp.mask_mod is None
+
+    def row_max(self, b: tuple, h0: int, h1: int) -> torch.Tensor:
+        """The largest logit of every query row of heads ``h0 .. h1`` of batch
+        index ``b``, (h1 - h0, L), in the blocks' dtype; -inf for padding rows
+        and rows with every key masked (the light mode's one pass).
+
+        Parameters
+        ----------
+        b : tuple of int
+        h0, h1 : int
+
+        Returns
+        -------
+        torch.Tensor
+        """
+        dev, dt, spec = self.device, self.dtype, self.spec
+        q = self._qe[b][h0:h1].to(device=dev, dtype=dt)
+        if self._rep > 1:
+            k = self._ke[b].to(device=dev, dtype=dt).repeat_interleave(self._rep, 0)[h0:h1]
+        else:
+            k = self._ke[b][h0:h1].to(device=dev, dtype=dt)
+        s = torch.matmul(q, k.transpose(-2, -1))
+        s.mul_(spec.scale)
+        for m, is_bool in self._me:
+            mb = m[b][h0:h1].to(dev)
+            if is_bool:
+                s.masked_fill_(mb.logical_not(), -math.inf)
+            else:
+                s.add_(mb.to(dt))
+        if spec.causal:
+            s.masked_fill_(self._triangle(self.L, self.S), -math.inf)
+        rmax = s.amax(dim=-1)
+        for i, h in enumerate(range(h0, h1)):
+            if self._qmask is not None:
+                rmax[i].masked_fill_(self._qmask[b[0]].logical_not(), -math.inf)
+            elif self._rule:
+                pad = self.padding_keys(b, h)
+                if pad is not None:
+                    rmax[i].masked_fill_(pad, -math.inf)
+        return rmax
+
     def _pad(self, out, b, h, l0, n):
+        pad: torch.Tensor | None
         if self._qmask is not None:
             pad = self._qmask[b[0], l0:l0 + n].logical_not()
         elif self._rule:

@@ -233,6 +233,11 @@ class AttentionProbe:
         self._seen = 0              # attention calls summarised since the probe was made
         self._warned: set[str] = set()
         self._mode: _ic.ProbeMode | None = None
+        self._pre_fn: Any = None
+        self._post_fn: Any = None
+        self._hook_ids: tuple[int, int] | None = None
+        self._handles: list[tuple[Any, Any]] = []
+        self._filter: Any = None
 
     def _new_aggregator(self) -> Aggregator:
         return Aggregator(self.target, self.thresholds, self.backend, self.chunk_logits,
@@ -240,8 +245,9 @@ class AttentionProbe:
 
     @property
     def query_mask(self) -> torch.Tensor | None:
-        """The explicit query mask ((batch, queries) bool, True = a real
-        token), or None (the padding rule alone).
+        """The explicit query mask, or None (the padding rule alone).
+
+        A (batch, queries) bool tensor, True for a real token's query.
 
         Returns
         -------
@@ -267,8 +273,9 @@ class AttentionProbe:
     # ---------------------------------------------------------------- results
     @property
     def summaries(self) -> dict[tuple[str, int], Summary]:
-        """The Summary of each (module, head), merged over its calls (empty in
-        the light mode).
+        """The Summary of each (module, head), merged over its calls.
+
+        Empty in the light mode.
 
         Returns
         -------
@@ -279,9 +286,10 @@ class AttentionProbe:
 
     @property
     def max_logits(self) -> dict[str, torch.Tensor]:
-        """The largest logit of each head, per module: a (heads,) tensor (light
-        mode: in the model's dtype on its device, not synchronised; full mode:
-        float64 on the CPU); -inf for a head with no finite logit.
+        """The largest logit of each head, per module: a (heads,) tensor.
+
+        Light mode: in the model's dtype on its device, not synchronised;
+        full mode: float64 on the CPU; -inf for a head with no finite logit.
 
         Returns
         -------
@@ -508,7 +516,7 @@ class AttentionProbe:
         if self._off_depth:
             # left from inside a module's forward while the mode was stepped aside
             self._off_depth = 0
-        else:
+        elif self._mode is not None:
             self._mode.__exit__(exc_type, exc, tb)
         self._stack = []
         self._skipping = False
@@ -544,7 +552,8 @@ class AttentionProbe:
             why = ("it calls no scaled_dot_product_attention, flex_attention, "
                    "nn.MultiheadAttention or encoder layer (eager attention needs "
                    "eager=True; flash_attention_2 and other fused kernels called directly "
-                   "cannot be seen)")
+                   "cannot be seen, nor compiled nn.MultiheadAttention or encoder layers on "
+                   "their fused fast path, in eval mode without grad)")
         warnings.warn(f"AttentionProbe saw no attention in a probed forward of {name}: {why}",
                       RuntimeWarning, stacklevel=3)
 
@@ -553,7 +562,7 @@ class AttentionProbe:
         guard on the ids of the global hooks, so new ones would recompile
         every probed forward."""
         mm = nn.modules.module
-        ids = getattr(self, "_hook_ids", None)
+        ids = self._hook_ids
         dicts = ("_global_forward_pre_hooks", "_global_forward_hooks",
                  "_global_forward_hooks_with_kwargs", "_global_forward_hooks_always_called")
         if ids is not None and all(isinstance(getattr(mm, d, None), dict) for d in dicts):
@@ -593,8 +602,9 @@ class AttentionProbe:
                 getattr(mm, extra, {}).pop(hid, None)
         self._handles = []
         filt = getattr(self, "_filter", None)
-        if filt is not None and filt in warnings.filters:
-            warnings.filters.remove(filt)
+        filters: Any = warnings.filters
+        if filt is not None and filt in filters:
+            filters.remove(filt)
             warnings._filters_mutated()      # type: ignore[attr-defined]
         self._filter = None
 
@@ -614,7 +624,7 @@ class AttentionProbe:
 
     def _resume(self) -> None:
         self._off_depth -= 1
-        if self._off_depth == 0:
+        if self._off_depth == 0 and self._mode is not None:
             self._mode.__enter__()
 
     # ------------------------------------------------------------ module hooks
@@ -697,7 +707,8 @@ class AttentionProbe:
         return type(root).__name__
 
     def _call_name(self, compiled: bool = False) -> str:
-        if compiled and self._names is not None:
+        if (compiled or len(self._stack) <= 1) and self._names is not None:
+            # compiled code runs no module hooks: the stack holds the root at most
             q = _ic.innermost_module(lambda m: self._names.get(id(m)))  # type: ignore
             if q is not None:
                 return self._display(q)
@@ -741,6 +752,7 @@ class AttentionProbe:
         self._agg.add_call(name, spec, count, self._query_mask)
         self._seen += 1
 
+    @torch.compiler.disable
     def _on_fused_module(self, fr, args, kwargs):
         m = fr.module
         if fr.fused == "mha":
