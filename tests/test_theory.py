@@ -717,7 +717,7 @@ def test_every_module_is_listed_and_short():
     (the doctests' and the package docstring's) complete."""
     here = os.path.dirname(theory.__file__)
     found = sorted(f[:-3] for f in os.listdir(here) if f.endswith(".py"))
-    assert found == sorted(["__init__"] + [m[2:] for m in THEORY_MODULES if m])
+    assert found == sorted(["__init__"] + [m[1:] for m in THEORY_MODULES if m])
     for f in found:
         with open(os.path.join(here, f + ".py")) as fh:
             assert len(fh.readlines()) <= 820, f
@@ -736,9 +736,12 @@ def test_gap_n2_is_scipy_halfnorm():
         g = s * np.array([1e-6, 0.01, 0.5, 2.0, 6.0, 12.0])
         np.testing.assert_allclose(gap.cdf(g), ref.cdf(g), rtol=1e-12)
         np.testing.assert_allclose(gap.sf(g), ref.sf(g), rtol=1e-12)
-        np.testing.assert_allclose(gap.logsf(g), ref.logsf(g), rtol=1e-12)
-        np.testing.assert_allclose(gap.logcdf(g), ref.logcdf(g), rtol=1e-12)
-        q = np.array([1e-9, 0.1, 0.5, 0.9, 1 - 1e-9])
+        # a log near 0 has the absolute accuracy of its tail (the body's 1e-15)
+        np.testing.assert_allclose(gap.logsf(g), ref.logsf(g), rtol=1e-12, atol=2e-15)
+        np.testing.assert_allclose(gap.logcdf(g), ref.logcdf(g), rtol=1e-12, atol=2e-15)
+        # scipy's ppf goes through (1 + q) / 2, which rounds the tails away
+        # (test_gap_n2_closed_form checks those against erfinv)
+        q = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
         np.testing.assert_allclose(gap.ppf(q), ref.ppf(q), rtol=1e-10)
         np.testing.assert_allclose(gap.isf(q), ref.isf(q), rtol=1e-10)
         assert float(gap.median()) == pytest.approx(ref.median(), rel=1e-12)
@@ -784,7 +787,8 @@ def test_observable_verbs_agree(make, obs, target, order):
     np.testing.assert_allclose(d.logcdf(t), np.log(cdf), rtol=1e-12)
     np.testing.assert_allclose(d.ppf(cdf), t, rtol=1e-8)
     np.testing.assert_allclose(d.isf(sf), t, rtol=1e-8)
-    assert float(d.median()) == float(d.ppf(0.5))
+    # (NaN for a random label at n = 64: its law stops at 1/n of the rows)
+    np.testing.assert_array_equal(d.median(), d.ppf(0.5))
 
 
 def test_gap_verbs_agree():

@@ -57,6 +57,15 @@ and ``expected_max(n, s)`` are those of ``Law.gaussian(n, s).rem``;
 ``median``, ``mean``, ``bounds``; ``Law.gap_sf`` ... are ``law.gap``'s
 verbs; ``Law.rem_*`` and ``Law.expected_max`` ``law.rem``'s.
 
+Examples
+--------
+>>> from fastsoftmax import models, theory
+>>> law = theory.law(models.DotProduct(n=64, d_k=4096, scaled=False))
+>>> print(f"{float(law['jac_diag_max'].cdf(1e-6)):.4f}")
+0.5905
+>>> print(theory.Law.gaussian([2, 64]).gap.median().round(4))
+[0.9539 0.2821]
+
 References
 ----------
 B. Derrida, Random-energy model: an exactly solvable model of disordered

@@ -303,8 +303,9 @@ class Observable:
         ndarray
             For the argmax target at n <= 2 and for ``order=0``, f2(gap
             quantile) with f2 the two-logit observable (monotone in G);
-            otherwise solved in ln t over (1e-300, 1] (NaN where the law does
-            not reach q there).
+            otherwise solved in ln t over (1e-300, 1] (to 1/2, ln 2 for
+            ce_loss, for a random label at n > 2; NaN where the law does not
+            reach q there).
 
         Raises
         ------
@@ -375,6 +376,9 @@ class Observable:
         full = law._restrict(np.ones(qf.size, dtype=bool), shape)
         dist = Observable(full, self.obs, self.target, self.order)
         hi = 0.0 if (law.n > 2).any() or self.obs not in ("ce_loss", "ce_grad_norm") else 700.0
+        if self._random and (law.n > 2).any():
+            # the law of a random label at n > 2 stops at the threshold check's limit
+            hi = float(np.log(np.log(2.0) if self.obs == "ce_loss" else 0.5))
 
         def fun(x: np.ndarray) -> np.ndarray:
             return dist.cdf(np.exp(x)) - qf

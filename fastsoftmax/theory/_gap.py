@@ -180,7 +180,9 @@ class Gap:
         -------
         ndarray
             Broadcast over g and the law's parameters; finite (not -inf)
-            deep in the tail where ``sf`` underflows.
+            deep in the tail where ``sf`` underflows.  Near 0 (sf near 1,
+            small g) it has sf's absolute accuracy, about 1e-15: ``logcdf``
+            is the accurate tail there.
 
         Examples
         --------
