@@ -74,13 +74,23 @@ EXTRA_CHECKS = {
 OPTIONFLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
+def _missing_dependency(e):
+    """The optional third-party module whose absence raised ``e`` (or caused
+    it: ``fastsoftmax.torch`` re-raises with the install command), else None."""
+    for err in (e, e.__cause__):
+        name = getattr(err, "name", None) if isinstance(err, ModuleNotFoundError) else None
+        if name and name.split(".")[0] != "fastsoftmax":
+            return name
+    return None
+
+
 def _import(name):
     """The module, or a skip when an optional third-party dependency is missing."""
     try:
         return importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name and e.name.split(".")[0] != "fastsoftmax":
-            pytest.skip(f"{name} needs {e.name}")
+    except ImportError as e:
+        if _missing_dependency(e):
+            pytest.skip(f"{name} needs {_missing_dependency(e)}")
         raise
 
 
@@ -112,8 +122,8 @@ def public_names():
     for modname in PUBLIC_MODULES:
         try:
             mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:        # an optional dependency missing
-            if e.name and e.name.split(".")[0] == "fastsoftmax":
+        except ImportError as e:                # an optional dependency missing
+            if not _missing_dependency(e):
                 raise
             continue
         for name in mod.__all__:
