@@ -2,7 +2,8 @@
 sketch geometry."""
 import os
 import warnings
-from typing import Any
+
+from ._cpu import has_avx512
 
 # fastmath without 'nnan'/'ninf': -inf logits are masks and NaN must still
 # reach the sums so that bad rows are detected.  Without 'reassoc' (and the
@@ -23,27 +24,6 @@ FASTMATH = {"nsz", "contract"}
 # same bits at any width.  ``fastsoftmax info`` reports the width the
 # compiled kernels really use.
 VECTOR_WIDTH_CHOICES = ("auto", "256", "512")
-_AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake",
-                "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
-                "graniterapids", "diamondrapids", "znver4", "znver5", "x86-64-v4")
-
-
-def _cpu_has_avx512():
-    """Whether numba's CPU target (host, or NUMBA_CPU_NAME/NUMBA_CPU_FEATURES)
-    has AVX-512F."""
-    try:
-        import llvmlite.binding as llvm
-        from numba.core import config
-        cfg: Any = config               # its settings are set at runtime (untyped)
-        feats = cfg.CPU_FEATURES
-        name = cfg.CPU_NAME
-        if feats is None and name and name != "host":
-            return name.startswith(_AVX512_CPUS)
-        if feats is None:
-            feats = llvm.get_host_cpu_features().flatten()
-        return "+avx512f" in str(feats).split(",")
-    except Exception:          # pragma: no cover - a broken llvmlite install
-        return False
 
 
 def _resolve_vector_width(setting):
@@ -53,7 +33,7 @@ def _resolve_vector_width(setting):
         setting = "auto"
     if setting == "256":
         return setting, 256
-    if _cpu_has_avx512():
+    if has_avx512():           # numba's target, by numba's rule (fastsoftmax._cpu)
         return setting, 512
     return setting, 0          # no AVX-512: the compiler's default (256-bit on AVX2)
 

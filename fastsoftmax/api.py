@@ -491,7 +491,7 @@ def simulate(model: _Model, samples: int, *, seed: int = 0, target: Any = "argma
     See Also
     --------
     fastsoftmax.models : The models.
-    fastsoftmax.sweep.sweep : One simulation per point of a parameter grid.
+    fastsoftmax.sweeps.sweep : One simulation per point of a parameter grid.
 
     Examples
     --------

@@ -15,7 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="the attention-probe tests need torch: "
+                                             "pip install torch (the CPU build is enough)")
 
 import fastsoftmax as fs                                # noqa: E402
 from conftest import REPO, subprocess_env               # noqa: E402
@@ -475,7 +476,7 @@ def test_names_without_model_and_outside_modules():
 
 
 def test_frame_columns_are_the_sweeps():
-    from fastsoftmax.sweep import stat_columns
+    from fastsoftmax.sweeps import stat_columns
     p = AttentionProbe(thresholds=(1e-2, 1e-6))
     x = torch.randn(1, 1, 3, 4)
     with p:

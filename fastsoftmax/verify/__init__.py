@@ -54,7 +54,7 @@ from .. import api, models
 from .._inputs import check_samples, check_seed
 from .._util import jsonable, progress_bar
 from .._version import __version__
-from ..sweep import Plan
+from ..sweeps import Plan
 from . import constants
 from . import predict as _predict
 from .constants import DEFAULT_SAMPLES
@@ -360,7 +360,7 @@ class Experiment:
     Attributes
     ----------
     plans : list of tuple
-        (experiment name, target, :class:`fastsoftmax.sweep.Plan`) per sweep.
+        (experiment name, target, :class:`fastsoftmax.sweeps.Plan`) per sweep.
     points : int
         The number of points of all plans, the two of the law included.
 

@@ -87,7 +87,7 @@ def theory_columns(thresholds: Sequence[float]) -> list[str]:
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import theory_columns
+    >>> from fastsoftmax.sweeps import theory_columns
     >>> cols = theory_columns((1e-6,))
     >>> cols[:3], len(cols), cols[-1]
     (['max_prob_theory_mean', 'max_prob_theory_q0.5', 'max_prob_theory_below_1e-06'], 30, \
@@ -139,7 +139,7 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
     Examples
     --------
     >>> from fastsoftmax import models
-    >>> from fastsoftmax.sweep import theory_record
+    >>> from fastsoftmax.sweeps import theory_record
     >>> rec = theory_record(models.Gaussian(n=2, scale=1.0), "argmax", (1e-3,), order=1)
     >>> print(round(rec["max_prob_theory_mean"], 6), rec["theory_order"])
     0.725213 1

@@ -69,7 +69,7 @@ def read_table(path: str | os.PathLike[str], str_columns: Sequence[str] = ()) ->
     Examples
     --------
     >>> import os, tempfile
-    >>> from fastsoftmax.sweep import read_table, write_table
+    >>> from fastsoftmax.sweeps import read_table, write_table
     >>> with tempfile.TemporaryDirectory() as d:
     ...     path = os.path.join(d, "t.csv")
     ...     write_table([{"d_k": 1, "q": 0.1}], ["d_k", "q"], path)
@@ -122,7 +122,7 @@ def write_table(records: Sequence[dict[str, Any]], columns: Sequence[str],
     Examples
     --------
     >>> import os, tempfile
-    >>> from fastsoftmax.sweep import read_table, write_table
+    >>> from fastsoftmax.sweeps import read_table, write_table
     >>> with tempfile.TemporaryDirectory() as d:
     ...     path = os.path.join(d, "t.csv")
     ...     write_table([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], ["a", "b"], path)
@@ -180,7 +180,7 @@ def remove_stale_tmp(path: str) -> None:
 class SweepLocked(RuntimeError):
     """Error: another process is writing the same output file.
 
-    Raised by :func:`~fastsoftmax.sweep.sweep` and :meth:`Plan.run` when the
+    Raised by :func:`~fastsoftmax.sweeps.sweep` and :meth:`Plan.run` when the
     lock file ``.<name>.lock`` next to ``out`` is held: two sweeps never
     write one file at once.  The lock is the operating system's
     (``filelock``), released when its holder exits, SIGKILL included.
@@ -188,7 +188,7 @@ class SweepLocked(RuntimeError):
     Examples
     --------
     >>> import os, tempfile, filelock
-    >>> from fastsoftmax.sweep import SweepLocked, sweep
+    >>> from fastsoftmax.sweeps import SweepLocked, sweep
     >>> with tempfile.TemporaryDirectory() as d:
     ...     with filelock.FileLock(os.path.join(d, ".s.csv.lock")):   # another writer
     ...         try:

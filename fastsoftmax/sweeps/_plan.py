@@ -70,7 +70,7 @@ def resolve_factory(model_factory: Any
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import resolve_factory
+    >>> from fastsoftmax.sweeps import resolve_factory
     >>> factory, name, names, required = resolve_factory("dotproduct")
     >>> name, names, required
     ('dotproduct', ['n', 'd_k', 'scaled', 'method', 'temperature'], ['n', 'd_k'])
@@ -167,7 +167,7 @@ class Point:
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import plan
+    >>> from fastsoftmax.sweeps import plan
     >>> p = plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
     >>> p.points[1].index, p.points[1].grid, p.points[1].model
     (1, {'scale': 10.0}, Gaussian(n=8, scale=10.0, mean=0.0, temperature=1.0))
@@ -210,7 +210,7 @@ def config_key(model: _Model, samples: int, seed: int, target: Any, dtype: Any,
     Examples
     --------
     >>> import fastsoftmax as fs
-    >>> from fastsoftmax.sweep import config_key
+    >>> from fastsoftmax.sweeps import config_key
     >>> config_key(fs.models.Gaussian(n=8), 1000, 0, "argmax", "float32", (1e-3,))
     ... # doctest: +ELLIPSIS
     '{"dtype": "float32", "model": "gaussian", "params": {"mean": 0.0, "n": 8, ...'
@@ -250,7 +250,7 @@ def stat_columns(thresholds: Sequence[float] = _config.DEFAULT_THRESHOLDS) -> li
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import stat_columns
+    >>> from fastsoftmax.sweeps import stat_columns
     >>> cols = stat_columns((1e-6,))
     >>> cols[:3], len(cols)
     (['max_prob_mean', 'max_prob_std', 'max_prob_sem'], 180)
@@ -302,7 +302,7 @@ def point_record(model: _Model, summary: Summary, target: Any, dtype: Any,
     Examples
     --------
     >>> import fastsoftmax as fs
-    >>> from fastsoftmax.sweep import point_record
+    >>> from fastsoftmax.sweeps import point_record
     >>> m = fs.models.Gaussian(n=8)
     >>> rec = point_record(m, fs.simulate(m, 1000), "argmax", "float32", ["n", "scale"])
     >>> list(rec)[:6]
@@ -325,7 +325,7 @@ def point_record(model: _Model, summary: Summary, target: Any, dtype: Any,
 class Plan:
     """A validated sweep: its points, columns and output file.
 
-    Building a Plan checks everything :func:`~fastsoftmax.sweep.sweep`
+    Building a Plan checks everything :func:`~fastsoftmax.sweeps.sweep`
     checks (every point's model, samples, seed, target, dtype, thresholds,
     backend, the output file and, with ``resume``, its rows) and runs
     nothing; :meth:`run` computes the points not done yet.
@@ -334,7 +334,7 @@ class Plan:
     Parameters
     ----------
     model_factory : model class, str or callable
-        As :func:`~fastsoftmax.sweep.sweep`.
+        As :func:`~fastsoftmax.sweeps.sweep`.
     grid : dict
         Parameter -> list of values; the points are the cartesian product,
         first key slowest.
@@ -359,7 +359,7 @@ class Plan:
         As :func:`fastsoftmax.simulate`.
     theory : bool or {0, 1}, default False
         Add the laws' prediction columns (``<obs>_theory_...``, see
-        :func:`~fastsoftmax.sweep.sweep`); 0 or 1 forces the order of the
+        :func:`~fastsoftmax.sweeps.sweep`); 0 or 1 forces the order of the
         saturation law.
 
     Attributes
@@ -387,7 +387,7 @@ class Plan:
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import Plan
+    >>> from fastsoftmax.sweeps import Plan
     >>> p = Plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
     >>> len(p.points), p.columns[:5]
     (2, ['scale', 'n', 'mean', 'temperature', 'target'])
@@ -468,7 +468,7 @@ class Plan:
         if os.path.isdir(path):
             raise IsADirectoryError(f"out={os.fspath(out)!r} is a directory")
         if os.path.exists(path) and not self.resume:
-            raise FileExistsError(f"{os.fspath(out)} exists: pass resume=True (--resume) to "
+            raise FileExistsError(f"{os.fspath(out)} exists: pass resume=True to "
                                   "continue that sweep, or choose another file")
         self.out = path
         self.format = OUT_FORMATS[ext]
@@ -580,7 +580,7 @@ class Plan:
 
         Examples
         --------
-        >>> from fastsoftmax.sweep import Plan
+        >>> from fastsoftmax.sweeps import Plan
         >>> p = Plan("gaussian", {"scale": [1.0, 10.0]}, fixed={"n": 8}, samples=1000)
         >>> df = p.run(progress=False)
         >>> df["scale"].tolist(), df["samples"].tolist()

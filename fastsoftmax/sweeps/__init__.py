@@ -27,18 +27,23 @@ continue an interrupted sweep).
   torn or duplicated row.  The ``config`` column is the point's key (model,
   parameters, samples, seed, target, dtype, thresholds); ``resume=True``
   skips the points already there.
+* The lock: while it writes, a sweep holds an OS lock (``filelock``) on an
+  empty hidden file beside ``out``, ``.<name>.lock`` (``.sweep.parquet.lock``),
+  so two sweeps never write one table.  The file stays when the sweep ends,
+  on purpose: a sweep that opened it a moment before it was deleted would
+  lock the deleted file while a third locks a new one, and both would write
+  (filelock keeps lock files for this reason).  It is free once the writer
+  exits (SIGKILL included) and may be deleted whenever no sweep of that
+  table runs.
 
-The module is callable: ``fs.sweep(...)`` is :func:`fastsoftmax.sweep.sweep`
-(``import fastsoftmax.sweep`` gives the module; typed code may prefer
-``from fastsoftmax.sweep import sweep``).  Its parts: ``_plan`` (the
-validated points and their rows) and ``_table`` (the table on disk and its
-lock).  pandas, pyarrow, filelock and tqdm are imported only when a sweep
-runs.
+``fs.sweep`` is the function :func:`sweep` of this package,
+``fastsoftmax.sweeps`` (named apart from the function, so importing the
+package never rebinds ``fs.sweep``).  Its parts: ``_plan`` (the validated
+points and their rows) and ``_table`` (the table on disk and its lock).
+pandas, pyarrow, filelock and tqdm are imported only when a sweep runs.
 """
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from .. import _config
@@ -87,7 +92,7 @@ def plan(model_factory: Any, grid: dict, **kw: Any) -> Plan:
 
     Examples
     --------
-    >>> from fastsoftmax.sweep import plan
+    >>> from fastsoftmax.sweeps import plan
     >>> p = plan("dotproduct", {"d_k": [1, 64], "scaled": [False, True]}, fixed={"n": 16},
     ...          samples=1000)
     >>> [pt.grid for pt in p.points]   # doctest: +NORMALIZE_WHITESPACE
@@ -137,7 +142,9 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
         As :func:`fastsoftmax.simulate` (a ``below_<t>`` column each).
     out : str or path, optional
         A ``.csv`` or ``.parquet`` file, rewritten atomically after every
-        point.  An existing file is refused unless ``resume=True``.
+        point.  An existing file is refused unless ``resume=True``.  The
+        empty lock file ``.<name>.lock`` beside it stays (see the module's
+        notes).
     resume : bool, default False
         Skip the points already in ``out`` (same ``config``), keep its other
         rows; refuse a file written with other samples, seed, target, dtype,
@@ -207,12 +214,3 @@ def sweep(model_factory: Any, grid: dict, *, fixed: dict | None = None, samples:
     check_progress(progress)
     return p.run(progress=progress, client=client)
 
-
-class _CallableModule(types.ModuleType):
-    """``fs.sweep(...)`` calls :func:`sweep`; the module stays a module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
