@@ -3,7 +3,11 @@ r"""The public functions: validate once, pick a backend, call it.
 Every argument is checked (``fastsoftmax._inputs``) before any compilation
 or work starts; the backends (``fastsoftmax.backends``) receive validated
 job records and return finished accumulators, which become
-:class:`~fastsoftmax.summary.Summary` objects here.
+:class:`~fastsoftmax.summary.Summary` objects here.  A backend is reached
+only through the methods of its contract
+(:class:`fastsoftmax.backends.common.Backend`), chosen by one dispatch
+(``_backend_for``: the backends' ``can_take`` in a fixed order, then
+``backend=``).
 
 >>> import fastsoftmax as fs
 >>> fs.softmax([0.0, 0.0]).tolist()
@@ -135,8 +139,10 @@ def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
     Parameters
     ----------
     x : array_like
-        Logits: float16/32/64, integers or bools (promoted to float64), or a
-        CUDA device array (numba, CuPy, PyTorch: computed on its GPU).
+        Logits: float16/32/64, integers or bools (promoted to float64), a
+        CUDA device array (numba, CuPy, PyTorch: computed on its GPU), or a
+        dask array (a lazy dask array: each block's softmax, the softmax
+        axes rechunked to one chunk).
         ``-inf`` entries are masks (probability exactly 0).
     axis : int, tuple of ints or None, default -1
         The softmax axis; a tuple runs the softmax over the joint elements of
@@ -151,12 +157,13 @@ def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
         returned as float16, integers as float64.  Rows containing NaN or
         +inf give NaN (as NumPy/SciPy).  A 0-d input is one row of one logit:
         the result is 1.0.  A CUDA input gives an array of the same kind on
-        its device.
+        its device, a dask input a dask array.
 
     Raises
     ------
     TypeError
-        A complex, object or string array; a bad ``axis`` type.
+        A complex, object or string array; an input no backend takes (the
+        message names its type); a bad ``axis`` type.
     numpy.exceptions.AxisError
         ``axis`` out of range.
 
