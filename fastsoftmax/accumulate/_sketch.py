@@ -43,7 +43,7 @@ class Sketch:
 
     def copy(self) -> Sketch:
         new = Sketch(0, self.mapping)
-        new.stores = [s.copy() for s in self.stores]      # the count arrays are shared, never written
+        new.stores = [s.copy() for s in self.stores]   # count arrays shared, never written
         return new
 
     def add(self, k: int, start: int, counts: np.ndarray) -> None:
@@ -95,7 +95,10 @@ class Sketch:
             a == b for a, b in zip(self.stores, other.stores))
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"layout": the mapping's dict, "windows": per observable [[start, [counts]], ...]}``."""
+        """The dict form: ``layout`` (the mapping's dict) and ``windows``.
+
+        ``windows[k]`` is observable k's store, ``[[start, [counts...]], ...]``.
+        """
         return {"layout": self.mapping.to_dict(),
                 "windows": [[[int(s), c.tolist()] for s, c in st.windows]
                             for st in self.stores]}
