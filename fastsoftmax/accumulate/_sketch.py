@@ -125,6 +125,7 @@ class Sketch:
             what = f"sketch windows[{k}]"
             if not isinstance(wins, list):
                 raise _serial.malformed(f"{what} must be a list")
+            read = []
             for w in wins:
                 if (not isinstance(w, list) or len(w) != 2
                         or isinstance(w[0], bool) or not isinstance(w[0], int)):
@@ -134,7 +135,8 @@ class Sketch:
                 if start < 0 or start + c.size > MAPPING.ntot:
                     raise _serial.malformed(f"{what} bucket {start}..{start + c.size - 1} is "
                                             f"outside [0, {MAPPING.ntot})")
-                sk.add(k, start, c)
+                read.append((start, c))
+            sk.stores[k] = WindowStore(read)      # canonical windows: one pass over them
         return sk
 
     def __repr__(self) -> str:
