@@ -167,6 +167,9 @@ class BucketMapping:
     def __hash__(self) -> int:
         return hash(tuple(self.to_dict().items()))
 
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (BucketMapping, ())              # rebuilt from the knobs: a few bytes pickled
+
     def __repr__(self) -> str:
         return f"BucketMapping({self.to_dict()})"
 

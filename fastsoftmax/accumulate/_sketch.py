@@ -43,7 +43,7 @@ class Sketch:
 
     def copy(self) -> Sketch:
         new = Sketch(0, self.mapping)
-        new.stores = [s.copy() for s in self.stores]      # the count arrays are shared, never written
+        new.stores = [s.copy() for s in self.stores]   # count arrays shared, never written
         return new
 
     def add(self, k: int, start: int, counts: np.ndarray) -> None:
@@ -95,7 +95,10 @@ class Sketch:
             a == b for a, b in zip(self.stores, other.stores))
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"layout": the mapping's dict, "windows": per observable [[start, [counts]], ...]}``."""
+        """The dict form: ``layout`` (the mapping's dict) and ``windows``.
+
+        ``windows[k]`` is observable k's store, ``[[start, [counts...]], ...]``.
+        """
         return {"layout": self.mapping.to_dict(),
                 "windows": [[[int(s), c.tolist()] for s, c in st.windows]
                             for st in self.stores]}
@@ -122,6 +125,7 @@ class Sketch:
             what = f"sketch windows[{k}]"
             if not isinstance(wins, list):
                 raise _serial.malformed(f"{what} must be a list")
+            read = []
             for w in wins:
                 if (not isinstance(w, list) or len(w) != 2
                         or isinstance(w[0], bool) or not isinstance(w[0], int)):
@@ -131,7 +135,8 @@ class Sketch:
                 if start < 0 or start + c.size > MAPPING.ntot:
                     raise _serial.malformed(f"{what} bucket {start}..{start + c.size - 1} is "
                                             f"outside [0, {MAPPING.ntot})")
-                sk.add(k, start, c)
+                read.append((start, c))
+            sk.stores[k] = WindowStore(read)      # canonical windows: one pass over them
         return sk
 
     def __repr__(self) -> str:
