@@ -45,8 +45,9 @@ from .common import OPERATIONS, ArrayJob, ModelJob, is_host_array
 
 __all__ = ["backend", "status", "threads", "threading_layer", "guard"]
 
-_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "accumulate.py", "_sketch.py",
-            "_config.py", "_gen.py", "_inputs.py", os.path.join("backends", "cpu.py"))
+_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "_sketch.py", "_config.py",
+            "_cpu.py", "_gen.py", "_inputs.py", os.path.join("accumulate", "_block.py"),
+            os.path.join("accumulate", "_moments.py"), os.path.join("backends", "cpu.py"))
 
 
 def _source_key():
