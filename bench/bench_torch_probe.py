@@ -1,8 +1,10 @@
-"""AttentionProbe overhead: a forward pass with the probe against the same
-pass without, on the example's model and on a GPT-2-sized layer (d_model 768,
-12 heads of 64, causal SDPA, sequence 1024, batch 1 and 4); then a profile of
-the probed pass: fastsoftmax's summaries, the float64 logits (matmul, scale,
-masks), the rest (model, torch-function mode, hooks).
+"""AttentionProbe overhead: a forward pass with the probe (the full mode and
+the light mode, statistics="max_logit") against the same pass without, on the
+example's model and on a GPT-2-sized layer (d_model 768, 12 heads of 64,
+causal SDPA, sequence 1024, batch 1 and 4); then a profile of the probed pass:
+fastsoftmax's summaries, the logits (float64 in the full mode, the model's
+dtype in the light mode: matmul, scale, masks, max), the rest (model,
+torch-function mode, hooks).  It prints the CPU model and the load average.
 
     python -m pytest bench/bench_torch_probe.py -q -s
 """
@@ -14,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import fastsoftmax.torch as fst                              # noqa: E402
+import fastsoftmax.torch._aggregate as fst                   # noqa: E402
 from conftest import record                                  # noqa: E402
 from fastsoftmax.torch import AttentionProbe                 # noqa: E402
 from torch.overrides import TorchFunctionMode                # noqa: E402
@@ -46,6 +48,23 @@ def built(case):
     return _BUILT[case]
 
 
+def cpu_and_load():
+    """The CPU model (lscpu's "Model name") and the load average."""
+    import subprocess
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines()
+                      if ln.startswith("Model name")), "unknown")
+    except (OSError, subprocess.SubprocessError):
+        model = "unknown"
+    try:
+        with open("/proc/loadavg") as f:
+            load = " ".join(f.read().split()[:3])
+    except OSError:
+        load = "unknown"
+    return model, load
+
+
 def forward(model, x, probe):
     with torch.no_grad():
         if probe is None:
@@ -54,21 +73,22 @@ def forward(model, x, probe):
             return model(x)
 
 
+@pytest.mark.parametrize("statistics", ["full", "max_logit"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_forward_overhead(benchmark, case):
+def test_forward_overhead(benchmark, case, statistics):
     """The probed forward (benchmarked) and the plain one (best of 5: on a
     shared machine the minimum estimates the cost, the median the load)."""
     model, x = built(case)
-    probe = AttentionProbe(model)
+    probe = AttentionProbe(model, statistics=statistics)
     forward(model, x, probe)                             # warm-up (and compilation)
     forward(model, x, None)
     plain = _best(lambda: forward(model, x, None), 5)
     benchmark.pedantic(forward, args=(model, x, probe), rounds=5, iterations=1)
     sec = benchmark.stats.stats.min
-    record(f"probe overhead: {case}", "fastsoftmax", sec, 1, unit="forwards/s")
-    record(f"probe overhead: {case}", "no probe", plain, 1, unit="forwards/s")
-    print(f"\n{case}: {sec * 1e3:.0f} ms with the probe, {plain * 1e3:.0f} ms without "
-          f"(best of 5): ratio {sec / plain:.2f}")
+    record(f"probe overhead ({statistics}): {case}", "fastsoftmax", sec, 1, unit="forwards/s")
+    record(f"probe overhead ({statistics}): {case}", "no probe", plain, 1, unit="forwards/s")
+    print(f"\n{case}, statistics={statistics!r}: {sec * 1e3:.0f} ms with the probe, "
+          f"{plain * 1e3:.0f} ms without (best of 5): ratio {sec / plain:.2f}")
 
 
 class PassThrough(TorchFunctionMode):
@@ -79,10 +99,10 @@ class PassThrough(TorchFunctionMode):
 
 
 def test_where_the_time_goes():
-    """Per case: the plain forward; the same under a pass-through mode; the
-    probed forward split into fastsoftmax's summaries (summarize + merge), the
-    float64 logits (matmul, scale, masks, max: the rest of the per-head loop)
-    and everything else (mode, hooks, the model)."""
+    """Per case and mode: the plain forward; the same under a pass-through
+    mode; the probed forward split into fastsoftmax's summaries (summarize +
+    merge), the logits (the rest of the per-head loop: cast, matmul, scale,
+    masks, max) and everything else (mode, hooks, the model)."""
     timers = {"summaries": 0.0, "heads": 0.0}
 
     def timed(key, f):
@@ -94,43 +114,54 @@ def test_where_the_time_goes():
                 timers[key] += time.perf_counter() - t
         return g
 
-    lines = ["", "where a probed forward's time goes (the fastest of 3 runs; ms):"]
+    cpu, load = cpu_and_load()
+    lines = ["", f"CPU: {cpu}; {os.cpu_count()} CPUs, torch threads "
+             f"{torch.get_num_threads()}; load average {load}",
+             "where a probed forward's time goes (the fastest of 3 runs; ms):",
+             "| forward pass, no grad | statistics | without | with the probe | ratio | "
+             "summaries | logits | model, mode, hooks |", "|---|---|---|---|---|---|---|---|"]
     for case in CASES:
         model, x = built(case)
-        probe = AttentionProbe(model)
-        forward(model, x, probe)
         plain = _best(lambda: forward(model, x, None))
 
         def under_mode():
             with torch.no_grad(), PassThrough():
                 model(x)
         mode = _best(under_mode)
-        orig = (fst._summarize_chunk, fst._merge, AttentionProbe._run_heads)
-        fst._summarize_chunk = timed("summaries", fst._summarize_chunk)
-        fst._merge = timed("summaries", fst._merge)
-        AttentionProbe._run_heads = timed("heads", AttentionProbe._run_heads)
-        try:
-            runs = []
-            for _ in range(3):
-                timers.update(summaries=0.0, heads=0.0)
-                t = time.perf_counter()
-                forward(model, x, probe)
-                runs.append((time.perf_counter() - t, timers["summaries"], timers["heads"]))
-        finally:
-            fst._summarize_chunk, fst._merge, AttentionProbe._run_heads = orig
-        total, summ, heads = min(runs)
-        logits = heads - summ
-        rest = total - heads
-        lines.append(
-            f"  {case}: plain {plain * 1e3:.0f}, under a pass-through mode "
-            f"{mode * 1e3:.0f}, probed {total * 1e3:.0f} (ratio {total / plain:.2f}) = "
-            f"summaries {summ * 1e3:.0f} + float64 logits {logits * 1e3:.0f} + model, mode "
-            f"and hooks {rest * 1e3:.0f}")
-        record(f"probed forward split (ms): {case}", "summarize + merge", summ, summ, unit="s")
-        record(f"probed forward split (ms): {case}", "float64 logits", logits, logits,
-               unit="s")
-        record(f"probed forward split (ms): {case}", "model, mode, hooks", rest, rest,
-               unit="s")
+        for statistics in ("full", "max_logit"):
+            probe = AttentionProbe(model, statistics=statistics)
+            forward(model, x, probe)
+            orig = (fst.summarize_chunk, fst.merge, fst.Aggregator._full,
+                    fst.Aggregator._light)
+            fst.summarize_chunk = timed("summaries", fst.summarize_chunk)
+            fst.merge = timed("summaries", fst.merge)
+            fst.Aggregator._full = timed("heads", fst.Aggregator._full)
+            fst.Aggregator._light = timed("heads", fst.Aggregator._light)
+            try:
+                runs = []
+                for _ in range(3):
+                    timers.update(summaries=0.0, heads=0.0)
+                    t = time.perf_counter()
+                    forward(model, x, probe)
+                    if statistics == "max_logit":
+                        probe.to_frame()             # the one synchronisation
+                    runs.append((time.perf_counter() - t, timers["summaries"],
+                                 timers["heads"]))
+            finally:
+                (fst.summarize_chunk, fst.merge, fst.Aggregator._full,
+                 fst.Aggregator._light) = orig
+            total, summ, heads = min(runs)
+            logits = heads - summ
+            rest = total - heads
+            lines.append(
+                f"| {case} | {statistics} | {plain * 1e3:.0f} | {total * 1e3:.0f} | "
+                f"{total / plain:.2f} | {summ * 1e3:.0f} | {logits * 1e3:.0f} | "
+                f"{rest * 1e3:.0f} (a pass-through mode alone: {mode * 1e3:.0f}) |")
+            key = f"probed forward split (ms, {statistics}): {case}"
+            if summ > 0:            # the light mode has no summaries
+                record(key, "summarize + merge", summ, summ, unit="s")
+            record(key, "logits", logits, logits, unit="s")
+            record(key, "model, mode, hooks", rest, rest, unit="s")
     print("\n".join(lines))
 
 

@@ -18,16 +18,27 @@ def record(group, name, seconds, work, unit="logits/s", ref=False):
         REFS.setdefault(group, []).append(name)
 
 
+def _kernel_width():
+    """The width the compiled kernels really use (as ``fastsoftmax info``)."""
+    from fastsoftmax.backends import cpu
+    try:
+        bits, detail = cpu.kernel_vector_width()
+    except Exception as e:                 # never lose the table for its header
+        return f"unknown ({type(e).__name__}: {e})"
+    return f"{bits}-bit ({detail})"
+
+
 def _lines():
     import numba
 
-    from fastsoftmax import _config
+    from fastsoftmax import _config, _cpu
     lines = ["", "=" * 78,
              "throughput, fractions of the ceilings and ratios to peers (same run)",
+             f"cpu {_cpu.describe()}",
              f"threads {numba.get_num_threads()}, "
              f"load {' '.join('%.2f' % v for v in os.getloadavg())}, "
-             f"vector width {_config.VECTOR_WIDTH} -> "
-             f"{_config.KERNEL_VECTOR_WIDTH or 'compiler default'}", "=" * 78]
+             f"FASTSOFTMAX_VECTOR_WIDTH={_config.VECTOR_WIDTH}, kernels {_kernel_width()}",
+             "=" * 78]
     for group, res in RESULTS.items():
         lines.append(f"[{group}]")
         ours = res.get("fastsoftmax")

@@ -29,8 +29,8 @@ def main(out=os.path.join(os.path.dirname(os.path.abspath(__file__)), "theory.pn
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw=dict(width_ratios=[3, 2]))
     for n, rows, color in CASES:
         law = theory.Law.gaussian(n, sigma)
-        ax.plot(sigma, law.fraction_below("jac_diag_max", T, order=0), "--", color=color, lw=1)
-        ax.plot(sigma, law.fraction_below("jac_diag_max", T), "-", color=color, lw=1.5,
+        ax.plot(sigma, law.observable("jac_diag_max", order=0).cdf(T), "--", color=color, lw=1)
+        ax.plot(sigma, law["jac_diag_max"].cdf(T), "-", color=color, lw=1.5,
                 label=f"n = {n:,}")
         stats = [fs.simulate(fs.models.Gaussian(n=n, scale=s), rows, seed=0,
                              thresholds=(T_DEP, T), dtype="float64", backend="cpu")
@@ -45,7 +45,7 @@ def main(out=os.path.join(os.path.dirname(os.path.abspath(__file__)), "theory.pn
         m = float(theory.freezing_scale(n)) / SIGMA_MC
         at = theory.Law.gaussian(n, SIGMA_MC)
         for order, face in ((0, "none"), (1, color)):
-            p = at.fraction_below("jac_diag_max", T_DEP, order=order)
+            p = at.observable("jac_diag_max", order=order).cdf(T_DEP)
             bx.errorbar(m, p / mc - 1, yerr=4 * se * p / mc ** 2, fmt="o", ms=5, mfc=face,
                         color=color, capsize=2)
     ax.set_xscale("log")

@@ -6,10 +6,11 @@
 0.6652
 
 Public names: :func:`softmax`, :func:`log_softmax`, :func:`observables`,
-:func:`summarize`, :func:`simulate`, :class:`Summary`, :class:`Stat`,
-``OBS_NAMES``, the models (:mod:`fastsoftmax.models`) and the modules
-:mod:`fastsoftmax.sweep` (``fs.sweep(...)`` runs one), :mod:`fastsoftmax.verify`,
-:mod:`fastsoftmax.theory` and :mod:`fastsoftmax.torch` (imported on first use).
+:func:`summarize`, :func:`simulate`, :func:`sweep` (a parameter grid, from
+:mod:`fastsoftmax.sweeps`), :class:`Summary`, :class:`Stat`, ``OBS_NAMES``,
+the models (:mod:`fastsoftmax.models`) and the modules :mod:`fastsoftmax.sweeps`,
+:mod:`fastsoftmax.verify`, :mod:`fastsoftmax.theory` and :mod:`fastsoftmax.torch`
+(the last three imported on first use).
 Importing fastsoftmax compiles nothing.
 """
 from __future__ import annotations
@@ -22,14 +23,17 @@ from ._math import OBS_NAMES
 from ._version import __version__
 from .api import log_softmax, observables, simulate, softmax, summarize
 from .summary import ApproximationWarning, Stat, Summary
+from .sweeps import sweep
 
 __all__ = ["OBS_NAMES", "ApproximationWarning", "Stat", "Summary", "log_softmax", "models",
-           "observables", "simulate", "softmax", "summarize", "sweep", "theory", "verify",
+           "observables", "simulate", "softmax", "summarize", "sweep", "sweeps", "theory",
+           "verify",
            "__version__"]
 
 # submodules imported on first attribute access (PEP 562): they pull in
-# pandas, scipy or torch only when used
-_LAZY = ("sweep", "verify", "theory", "torch", "plot", "cli", "accumulate", "backends")
+# pandas, scipy or torch only when used (sweeps is imported above: it
+# imports none of them before a sweep runs)
+_LAZY = ("verify", "theory", "torch", "plot", "cli", "accumulate", "backends")
 
 
 def __getattr__(name: str) -> Any:

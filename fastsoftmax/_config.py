@@ -1,9 +1,9 @@
 """Knobs set in one place: compiler flags, vector width, block geometry,
 sketch geometry."""
-import math
 import os
 import warnings
-from typing import Any
+
+from ._cpu import has_avx512
 
 # fastmath without 'nnan'/'ninf': -inf logits are masks and NaN must still
 # reach the sums so that bad rows are detected.  Without 'reassoc' (and the
@@ -24,27 +24,6 @@ FASTMATH = {"nsz", "contract"}
 # same bits at any width.  ``fastsoftmax info`` reports the width the
 # compiled kernels really use.
 VECTOR_WIDTH_CHOICES = ("auto", "256", "512")
-_AVX512_CPUS = ("skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake",
-                "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
-                "graniterapids", "diamondrapids", "znver4", "znver5", "x86-64-v4")
-
-
-def _cpu_has_avx512():
-    """Whether numba's CPU target (host, or NUMBA_CPU_NAME/NUMBA_CPU_FEATURES)
-    has AVX-512F."""
-    try:
-        import llvmlite.binding as llvm
-        from numba.core import config
-        cfg: Any = config               # its settings are set at runtime (untyped)
-        feats = cfg.CPU_FEATURES
-        name = cfg.CPU_NAME
-        if feats is None and name and name != "host":
-            return name.startswith(_AVX512_CPUS)
-        if feats is None:
-            feats = llvm.get_host_cpu_features().flatten()
-        return "+avx512f" in str(feats).split(",")
-    except Exception:          # pragma: no cover - a broken llvmlite install
-        return False
 
 
 def _resolve_vector_width(setting):
@@ -54,7 +33,7 @@ def _resolve_vector_width(setting):
         setting = "auto"
     if setting == "256":
         return setting, 256
-    if _cpu_has_avx512():
+    if has_avx512():           # numba's target, by numba's rule (fastsoftmax._cpu)
         return setting, 512
     return setting, 0          # no AVX-512: the compiler's default (256-bit on AVX2)
 
@@ -89,39 +68,17 @@ def chunk_rows(n, threads):
 
 
 # Log-bucket sketch (DDSketch-style) over L = log10 of each observable, with
-# no floor (see fastsoftmax._sketch):
-# * region A, SKETCH_A_LO <= L < SKETCH_A_HI: buckets of constant width W in L,
-#   so the representative value is within ALPHA (< 1%) of every value in its
-#   bucket, and its log10 within W/2 = 0.0043;
-# * region B, L < SKETCH_A_LO: buckets of constant *relative* width in |L|
-#   (ratio SKETCH_B_RATIO), so the representative log10 is within 0.095% of
-#   every log10 in its bucket, down to the deepest log10 float64 input can
-#   give (a top-2 gap of 1.8e308: L = -7.8e307);
-# * -inf (a value of exactly 0), values at or above SKETCH_A_HI (none of the
-#   observables reaches it) and +inf: a bucket each.
-# A little margin under 1% absorbs rounding of the bucket index at the edges.
+# no floor: the four numbers that set its geometry (``_sketch.BucketMapping``
+# derives the buckets from them and says what they guarantee):
+# * region A, SKETCH_A_LO <= L < SKETCH_A_HI: buckets of constant width in L,
+#   so the representative value is within SKETCH_ALPHA (< 1%) of every value
+#   in its bucket (a little margin under 1% absorbs rounding at the edges);
+# * region B, L < SKETCH_A_LO: buckets of constant ratio SKETCH_B_RATIO of |L|,
+#   so the representative log10 is within 0.095% of every log10 in its bucket.
 SKETCH_ALPHA = 0.0099
-SKETCH_GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
-SKETCH_W = math.log10(SKETCH_GAMMA)
 SKETCH_A_LO = -1000.0
 SKETCH_A_HI = 320.0
-SKETCH_NA = int(math.ceil((SKETCH_A_HI - SKETCH_A_LO) / SKETCH_W))
 SKETCH_B_RATIO = 1.0019
-
-
-def sketch_depth(max_abs_log10):
-    """Region-B buckets needed down to log10 = -max_abs_log10."""
-    if max_abs_log10 <= -SKETCH_A_LO:
-        return 0
-    return int(math.log(max_abs_log10 / -SKETCH_A_LO) / math.log(SKETCH_B_RATIO)) + 2
-
-
-# the deepest finite log10 of an observable: a top-2 gap g (computed in
-# float64) over ln 10, with g <= 2 * max(float32) for float32 input and
-# g <= max(float64) for float64 input (a larger gap is inf: every small
-# observable is then exactly 0, log10 -inf)
-SKETCH_NB32 = sketch_depth(2 * 3.4028235e38 / math.log(10)) + 8
-SKETCH_NB = sketch_depth(1.7976931348623157e308 / math.log(10)) + 8
 
 DEFAULT_THRESHOLDS = (1e-3, 1e-6, 1e-9)
 

@@ -1,7 +1,13 @@
-r"""The log-bucket sketch: quantiles of every observable, at any depth.
+r"""The sketch's two halves: the bucket mapping and the store of counts.
 
-Each observable's L = log10(value) is counted in a bucket of one global
-integer index space (geometry in ``_config``):
+As sketches-py keeps ``LogarithmicMapping`` (value <-> bucket key) apart from
+``DenseStore`` (the counts), this module holds :class:`BucketMapping`, the
+geometry of the buckets, and :class:`WindowStore`, the counts of one
+distribution's buckets; ``fastsoftmax.accumulate`` combines one mapping and
+a store per observable into the accumulator's ``Sketch``.
+
+The mapping: each observable's L = log10(value) is counted in a bucket of one
+global integer index space (set by four knobs in ``_config``):
 
 =====================  =====================================================
 index                  holds
@@ -24,57 +30,176 @@ times the lower edge, is within (r - 1)/(r + 1) < 0.1% of every |L| in the
 bucket.  So ``Stat.quantile`` is within 1% in value wherever the value is at
 least 1e-300 (L >= -300, inside region A), and ``Stat.log10_quantile`` within
 0.005 absolute for |L| <= 1000 and 0.1% relative beyond, down to the deepest
-log10 float64 input can give.
+log10 float64 input can give.  The kernels are compiled for this one
+geometry: :data:`MAPPING`, whose numbers the module constants below are.
 
-A :class:`Sketch` stores, per observable, the counts of the buckets its data
-touched as a few dense *windows* (a start index and a run of counts of the
-smallest unsigned dtype that holds them): its size follows the data, not the
-range.  Windows closer than ``GAP`` buckets are coalesced.  Merging adds
-counts, so it is exact and associative.
+The store keeps the counts of the buckets its data touched as a few dense
+*windows* (a start index and a run of counts of the smallest unsigned dtype
+that holds them): its size follows the data, not the range.  Windows closer
+than ``GAP`` buckets are coalesced, so the windows are a function of the
+counts alone (canonical); adding stores adds counts, exact and associative.
 
 The kernels count into per-thread dense scratch over the buckets a dtype can
 reach (``window_start(dtype)`` .. ``NTOT``; -inf apart) and record the lowest
 and highest bucket touched per observable, so that handing a chunk's counts
-to the Sketch (:func:`flush_scratch`) reads only what was touched.
+to a sketch (:func:`flush_scratch`) reads only what was touched.
 """
 from __future__ import annotations
 
 import math
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from ._config import (SKETCH_A_HI, SKETCH_A_LO, SKETCH_B_RATIO, SKETCH_GAMMA, SKETCH_NA,
-                      SKETCH_NB, SKETCH_NB32, SKETCH_W)
+from ._config import SKETCH_A_HI, SKETCH_A_LO, SKETCH_ALPHA, SKETCH_B_RATIO
 
-__all__ = ["Sketch", "bucket_fast", "bucket_below", "bucket_of", "NTOT", "I_NEGINF",
-           "I_BELOW_A", "window_start", "new_scratch", "flush_scratch", "representative"]
+__all__ = ["BucketMapping", "MAPPING", "WindowStore", "bucket_fast", "bucket_below",
+           "bucket_of", "NTOT", "I_NEGINF", "I_BELOW_A", "window_start", "new_scratch",
+           "flush_scratch", "representative", "bucket_edges"]
 
-NB = SKETCH_NB
-NA = SKETCH_NA
-I_NEGINF = 0
-I_A0 = NB + 1                  # first region-A bucket
+# the deepest finite log10 of an observable: a top-2 gap g (computed in
+# float64) over ln 10, with g <= 2 * max(float32) for float32 input and
+# g <= max(float64) for float64 input (a larger gap is inf: every small
+# observable is then exactly 0, log10 -inf)
+_DEEPEST = {"float32": 2 * 3.4028235e38 / math.log(10),
+            "float64": 1.7976931348623157e308 / math.log(10)}
+
+
+class BucketMapping:
+    """The bucket geometry of the sketch (DDSketch's mapping): log10 <-> bucket.
+
+    Built from the four knobs of ``_config`` (``SKETCH_ALPHA``,
+    ``SKETCH_A_LO``, ``SKETCH_A_HI``, ``SKETCH_B_RATIO``); the numbers it
+    derives are attributes: ``gamma`` = (1 + alpha)/(1 - alpha), ``width``
+    W = log10(gamma) of a region-A bucket, ``na`` region-A buckets, ``nb``
+    (``nb32``) region-B buckets down to the deepest log10 of float64
+    (float32) input, and the indices ``i_neginf``, ``i_a0`` (first region-A
+    bucket), ``i_above``, ``i_posinf`` and ``ntot`` (the number of indices).
+    Two mappings are equal when their :meth:`to_dict` are: the sketches they
+    index can be added.
+    """
+
+    __slots__ = ("alpha", "gamma", "width", "a_lo", "a_hi", "b_ratio", "na", "nb", "nb32",
+                 "i_neginf", "i_a0", "i_above", "i_posinf", "ntot")
+
+    def __init__(self) -> None:
+        self.alpha = SKETCH_ALPHA
+        self.gamma = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA)
+        self.width = math.log10(self.gamma)
+        self.a_lo = SKETCH_A_LO
+        self.a_hi = SKETCH_A_HI
+        self.b_ratio = SKETCH_B_RATIO
+        self.na = int(math.ceil((SKETCH_A_HI - SKETCH_A_LO) / self.width))
+        self.nb32 = self.depth(_DEEPEST["float32"]) + 8
+        self.nb = self.depth(_DEEPEST["float64"]) + 8
+        self.i_neginf = 0
+        self.i_a0 = self.nb + 1
+        self.i_above = self.i_a0 + self.na
+        self.i_posinf = self.i_above + 1
+        self.ntot = self.i_posinf + 1
+
+    def depth(self, max_abs_log10: float) -> int:
+        """Region-B buckets needed down to log10 = -max_abs_log10."""
+        if max_abs_log10 <= -self.a_lo:
+            return 0
+        return int(math.log(max_abs_log10 / -self.a_lo) / math.log(self.b_ratio)) + 2
+
+    def window_start(self, dtype: Any) -> int:
+        """First bucket (after -inf) that rows of ``dtype`` can reach: the
+        deepest region-B bucket of a float32 or float64 top-2 gap."""
+        nb = self.nb32 if np.dtype(dtype) == np.float32 else self.nb
+        return max(1, self.i_a0 - nb)
+
+    def key(self, l: float) -> int:
+        """The bucket index of a log10 ``l`` (NaN gives -1)."""
+        return int(bucket_of(float(l)))
+
+    def key_of_value(self, v: float) -> int:
+        """The bucket index of a value ``v`` >= 0 (-1 for NaN or a negative ``v``)."""
+        v = float(v)
+        if not v >= 0:
+            return -1
+        return self.key(math.log10(v) if v > 0 else -math.inf)
+
+    def representative(self, idx: Any) -> np.ndarray:
+        """The representative log10 of bucket indices (float64 array); NaN for
+        the "above" bucket (the caller puts the exact maximum there)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty(idx.shape)
+        a = (idx >= self.i_a0) & (idx < self.i_above)
+        b = (idx >= 1) & (idx < self.i_a0)
+        out[a] = self.a_lo + (idx[a] - self.i_a0) * self.width + math.log10(
+            2 * self.gamma / (1 + self.gamma))
+        j = (self.i_a0 - 1 - idx[b]).astype(np.float64)
+        r = self.b_ratio
+        out[b] = self.a_lo * np.exp(j * math.log(r)) * (2 * r / (1 + r))
+        out[idx == self.i_neginf] = -np.inf
+        out[idx == self.i_above] = np.nan
+        out[idx == self.i_posinf] = np.inf
+        return out
+
+    def edges(self, idx: int) -> tuple[float, float]:
+        """[lo, hi) of the log10 values in bucket ``idx``."""
+        if idx == self.i_neginf:
+            return (-np.inf, -np.inf)
+        if idx >= self.i_posinf:
+            return (np.inf, np.inf)
+        if idx >= self.i_above:
+            return (self.a_hi, np.inf)
+        if idx >= self.i_a0:
+            lo = self.a_lo + (idx - self.i_a0) * self.width
+            return (lo, lo + self.width)
+        j = self.i_a0 - 1 - idx
+        return (self.a_lo * self.b_ratio ** (j + 1), self.a_lo * self.b_ratio ** j)
+
+    def to_dict(self) -> dict[str, float | int]:
+        """What a serialised sketch's buckets mean (``version`` 2: this index space)."""
+        return {"a_lo": self.a_lo, "a_hi": self.a_hi, "width": self.width,
+                "b_ratio": self.b_ratio, "version": 2}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BucketMapping):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.to_dict().items()))
+
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        return (BucketMapping, ())              # rebuilt from the knobs: a few bytes pickled
+
+    def __repr__(self) -> str:
+        return f"BucketMapping({self.to_dict()})"
+
+
+#: The geometry every kernel is compiled for.
+MAPPING = BucketMapping()
+
+# its numbers as module constants: numba freezes globals into the kernels
+NB = MAPPING.nb
+NA = MAPPING.na
+I_NEGINF = MAPPING.i_neginf
+I_A0 = MAPPING.i_a0            # first region-A bucket
 I_BELOW_A = NB                 # bucket_fast's "below region A" flag (-inf or region B)
-I_ABOVE = I_A0 + NA            # finite L >= A_HI
-I_POSINF = I_ABOVE + 1
-NTOT = I_POSINF + 1
-_INV_W = 1.0 / SKETCH_W
-_LOG_R = math.log(SKETCH_B_RATIO)
-_B_EDGE = -SKETCH_A_LO         # |L| at region B's upper edge (1000)
+I_ABOVE = MAPPING.i_above      # finite L >= A_HI
+I_POSINF = MAPPING.i_posinf
+NTOT = MAPPING.ntot
+_INV_W = 1.0 / MAPPING.width
+_LOG_R = math.log(MAPPING.b_ratio)
+_B_EDGE = -MAPPING.a_lo        # |L| at region B's upper edge (1000)
 GAP = 64                       # windows closer than this many buckets are coalesced
 
 # numba-visible float constants
-_A_LO = float(SKETCH_A_LO)
+_A_LO = float(MAPPING.a_lo)
 _NA_F = float(NA)
 _I_A0_F = float(I_A0)
 
-
-def window_start(dtype) -> int:
-    """First bucket (after -inf) that rows of ``dtype`` can reach: the
-    deepest region-B bucket of a float32 or float64 top-2 gap."""
-    nb = SKETCH_NB32 if np.dtype(dtype) == np.float32 else SKETCH_NB
-    return max(1, I_A0 - nb)
+# the mapping's host-side answers under the names the kernels' callers use
+window_start = MAPPING.window_start
+representative = MAPPING.representative
+bucket_edges = MAPPING.edges
 
 
 # --------------------------------------------------------------------------
@@ -115,38 +240,6 @@ def bucket_of(l):
     return bucket_below(l) if i == I_BELOW_A else i
 
 
-def representative(idx: np.ndarray) -> np.ndarray:
-    """The representative log10 of bucket indices (float64 array)."""
-    idx = np.asarray(idx, dtype=np.int64)
-    out = np.empty(idx.shape)
-    a = (idx >= I_A0) & (idx < I_ABOVE)
-    b = (idx >= 1) & (idx < I_A0)
-    out[a] = SKETCH_A_LO + (idx[a] - I_A0) * SKETCH_W + math.log10(
-        2 * SKETCH_GAMMA / (1 + SKETCH_GAMMA))
-    j = (I_A0 - 1 - idx[b]).astype(np.float64)
-    r = SKETCH_B_RATIO
-    out[b] = -_B_EDGE * np.exp(j * _LOG_R) * (2 * r / (1 + r))
-    out[idx == I_NEGINF] = -np.inf
-    out[idx == I_ABOVE] = np.nan       # replaced by the exact maximum by the caller
-    out[idx == I_POSINF] = np.inf
-    return out
-
-
-def bucket_edges(idx: int) -> tuple[float, float]:
-    """[lo, hi) of the log10 values in bucket ``idx``."""
-    if idx == I_NEGINF:
-        return (-np.inf, -np.inf)
-    if idx >= I_POSINF:
-        return (np.inf, np.inf)
-    if idx >= I_ABOVE:
-        return (SKETCH_A_HI, np.inf)
-    if idx >= I_A0:
-        lo = SKETCH_A_LO + (idx - I_A0) * SKETCH_W
-        return (lo, lo + SKETCH_W)
-    j = I_A0 - 1 - idx
-    return (-_B_EDGE * SKETCH_B_RATIO ** (j + 1), -_B_EDGE * SKETCH_B_RATIO ** j)
-
-
 # --------------------------------------------------------------------------
 # per-thread scratch of the kernels
 
@@ -177,9 +270,14 @@ def _gather(counts, lo, hi):
             hi[t, k] = -1
 
 
-def flush_scratch(sc: dict, sketch: "Sketch") -> None:
-    """Add a kernel's per-thread counts to ``sketch`` and reset the scratch
-    (cost proportional to the buckets touched)."""
+class _Counts(Protocol):
+    def add(self, k: int, start: int, counts: np.ndarray) -> None: ...
+
+
+def flush_scratch(sc: dict, sketch: _Counts) -> None:
+    """Add a kernel's per-thread counts to ``sketch`` (anything with
+    ``add(k, start, counts)``: the accumulator's Sketch) and reset the
+    scratch (cost proportional to the buckets touched)."""
     counts, lo, hi = sc["counts"], sc["lo"], sc["hi"]
     if counts.shape[0] > 1:
         _gather(counts, lo, hi)
@@ -197,50 +295,54 @@ def flush_scratch(sc: dict, sketch: "Sketch") -> None:
 
 
 # --------------------------------------------------------------------------
-# the sketch
+# the store
 
-def _small(counts: np.ndarray) -> np.ndarray:
-    """counts in the smallest unsigned dtype that holds them."""
-    m = int(counts.max(initial=0))
-    return counts.astype(np.min_scalar_type(m), copy=False)
+class WindowStore:
+    """The bucket counts of one distribution, as canonical dense windows.
 
-
-class Sketch:
-    """Bucket counts of NOBS observables, stored as dense windows per
-    observable (see the module docstring)."""
+    ``windows`` is a list of (start index, counts) in increasing order, each
+    run from a nonzero count to a nonzero count, two runs at least ``GAP``
+    buckets apart (see the module docstring): the windows are a function of
+    the counts alone.  The count arrays are never written once stored (a
+    copy shares them).  ``a + b`` is a new store with the counts of both,
+    ``a += b`` adds ``b``'s counts to ``a``; neither changes ``b``.
+    """
 
     __slots__ = ("windows",)
 
-    def __init__(self, nobs: int) -> None:
-        self.windows: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(nobs)]
+    def __init__(self, windows: Sequence[tuple[int, np.ndarray]] = ()) -> None:
+        self.windows: list[tuple[int, np.ndarray]] = _coalesce(
+            [(int(s), np.asarray(c)) for s, c in windows if np.asarray(c).size])
 
-    @property
-    def nobs(self) -> int:
-        return len(self.windows)
-
-    def copy(self) -> "Sketch":
-        new = Sketch(self.nobs)
-        new.windows = [list(w) for w in self.windows]      # windows are never mutated
+    def copy(self) -> WindowStore:
+        new = WindowStore()
+        new.windows = list(self.windows)
         return new
 
-    def add(self, k: int, start: int, counts: np.ndarray) -> None:
-        """Add counts of buckets start, start + 1, ... of observable k."""
+    def add(self, start: int, counts: np.ndarray) -> None:
+        """Add counts of buckets start, start + 1, ... (in place)."""
         if counts.size:
-            self.windows[k] = _coalesce(self.windows[k] + [(int(start), counts)])
+            self.windows = _coalesce(self.windows + [(int(start), counts)])
 
-    def merge(self, other: "Sketch") -> "Sketch":
-        """A new sketch with the counts of both (exact)."""
-        if other.nobs != self.nobs:
-            raise ValueError("cannot merge sketches of different observables")
-        new = Sketch(self.nobs)
-        new.windows = [_coalesce(a + b) if (a and b) else list(a or b)
-                       for a, b in zip(self.windows, other.windows)]
+    def __iadd__(self, other: WindowStore) -> WindowStore:
+        if not isinstance(other, WindowStore):
+            return NotImplemented
+        if other.windows:
+            self.windows = (_coalesce(self.windows + other.windows) if self.windows
+                            else list(other.windows))
+        return self
+
+    def __add__(self, other: WindowStore) -> WindowStore:
+        if not isinstance(other, WindowStore):
+            return NotImplemented
+        new = self.copy()
+        new += other
         return new
 
-    def sparse(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(bucket indices, counts) of observable k's nonzero buckets, in order."""
+    def sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bucket indices, counts) of the nonzero buckets, in order."""
         idx, cnt = [], []
-        for start, c in self.windows[k]:
+        for start, c in self.windows:
             nz = np.flatnonzero(c)
             idx.append(nz + start)
             cnt.append(c[nz].astype(np.int64))
@@ -248,57 +350,22 @@ class Sketch:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(idx), np.concatenate(cnt)
 
-    def total(self, k: int) -> int:
-        return int(sum(int(c.sum(dtype=np.int64)) for _, c in self.windows[k]))
+    def total(self) -> int:
+        """The number of values counted."""
+        return int(sum(int(c.sum(dtype=np.int64)) for _, c in self.windows))
 
     def nbytes(self) -> int:
-        return sum(c.nbytes + 16 for w in self.windows for _, c in w)
+        """Memory held by the windows."""
+        return sum(c.nbytes + 16 for _, c in self.windows)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sketch) or other.nobs != self.nobs:
+        if not isinstance(other, WindowStore):
             return NotImplemented
-        for k in range(self.nobs):
-            a, b = self.sparse(k), other.sparse(k)
-            if not (np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])):
-                return False
-        return True
+        a, b = self.sparse(), other.sparse()
+        return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
 
-    # -- serialisation: per observable, [[start, [counts...]], ...]
-    def to_list(self) -> list:
-        return [[[int(s), c.tolist()] for s, c in w] for w in self.windows]
-
-    @classmethod
-    def from_list(cls, data: object, nobs: int) -> "Sketch":
-        """The sketch of :meth:`to_list`; ValueError naming what is wrong."""
-        if not isinstance(data, list) or len(data) != nobs:
-            raise ValueError(f"malformed summary: sketch windows must be a list of {nobs} "
-                             "entries (one per observable)")
-        sk = cls(nobs)
-        for k, wins in enumerate(data):
-            if not isinstance(wins, list):
-                raise ValueError(f"malformed summary: sketch windows[{k}] must be a list")
-            for w in wins:
-                if (not isinstance(w, list) or len(w) != 2
-                        or isinstance(w[0], bool) or not isinstance(w[0], int)):
-                    raise ValueError(f"malformed summary: sketch windows[{k}] entries must be "
-                                     "[start, [counts...]]")
-                start = int(w[0])
-                try:
-                    c = np.asarray(w[1])
-                    if c.size and c.dtype.kind not in "iu":
-                        raise TypeError
-                    c = c.astype(np.int64).reshape(-1)
-                except (TypeError, ValueError, OverflowError):
-                    raise ValueError(f"malformed summary: sketch windows[{k}] counts must be "
-                                     "integers") from None
-                if c.size and c.min() < 0:
-                    raise ValueError(f"malformed summary: sketch windows[{k}] counts must be "
-                                     ">= 0")
-                if start < 0 or start + c.size > NTOT:
-                    raise ValueError(f"malformed summary: sketch windows[{k}] bucket "
-                                     f"{start}..{start + c.size - 1} is outside [0, {NTOT})")
-                sk.add(k, start, c)
-        return sk
+    def __repr__(self) -> str:
+        return f"WindowStore({len(self.windows)} windows, {self.total()} values)"
 
 
 def _coalesce(wins: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:

@@ -41,17 +41,37 @@ def dumps(obj: Any, **kw: Any) -> str:
     return json.dumps(jsonable(obj), allow_nan=False, **kw)
 
 
+# what a bar of ours says until the first chunk returns: that chunk compiles
+# the kernels (tens of seconds on a fresh install), and an ETA from it would
+# be minutes too long
+COMPILING = "compiling kernels (first call, cached afterwards)"
+
+
 class Progress:
     """What the package updates while it works: ``update(rows)`` and
     ``close()``.  Wraps a tqdm bar it made (and closes it) or a caller's
-    object with an ``update`` method (which it never closes)."""
+    object with an ``update`` method (which it never closes).
 
-    def __init__(self, bar: Any, owned: bool) -> None:
+    A bar it made says :data:`COMPILING` until the first update; then it
+    takes its description ``desc`` and restarts its clock, so that its rate
+    and ETA count the work, not the compilation."""
+
+    def __init__(self, bar: Any, owned: bool, desc: str | None = None) -> None:
         self._bar = bar
         self._owned = owned
+        self._desc = desc
+        self._warm = not owned
 
     def update(self, k: int) -> None:
-        self._bar.update(k)
+        if self._warm:
+            self._bar.update(k)
+            return
+        self._warm = True
+        bar = self._bar
+        bar.reset()                          # the clock and the rate's averages
+        bar.initial = bar.n = bar.last_print_n = k   # k rows done, none of them timed
+        bar.set_description_str(self._desc or "", refresh=False)
+        bar.refresh()
 
     def set_postfix_str(self, text: str, refresh: bool = False) -> None:
         f = getattr(self._bar, "set_postfix_str", None)
@@ -89,7 +109,7 @@ def progress_bar(progress: Any, total: int, desc: str | None = None) -> Progress
     if not progress:
         return None
     if isinstance(progress, Progress):               # shared: never closed by the callee
-        return Progress(progress._bar, owned=False)
+        return Progress(progress, owned=False)
     if progress is not True and not isinstance(progress, np.bool_):
         return Progress(progress, owned=False)
     try:
@@ -97,8 +117,9 @@ def progress_bar(progress: Any, total: int, desc: str | None = None) -> Progress
     except ImportError:
         raise ImportError("progress=True needs tqdm: pip install 'fastsoftmax[progress]' "
                           "(or pass progress=False)") from None
-    return Progress(tqdm(total=total, desc=desc, unit="rows", unit_scale=True, smoothing=0.1,
-                         dynamic_ncols=True), owned=True)
+    return Progress(tqdm(total=total, desc=f"{desc}: {COMPILING}" if desc else COMPILING,
+                         unit="rows", unit_scale=True, smoothing=0.1, dynamic_ncols=True),
+                    owned=True, desc=desc)
 
 
 @contextlib.contextmanager

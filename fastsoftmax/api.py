@@ -3,7 +3,11 @@ r"""The public functions: validate once, pick a backend, call it.
 Every argument is checked (``fastsoftmax._inputs``) before any compilation
 or work starts; the backends (``fastsoftmax.backends``) receive validated
 job records and return finished accumulators, which become
-:class:`~fastsoftmax.summary.Summary` objects here.
+:class:`~fastsoftmax.summary.Summary` objects here.  A backend is reached
+only through the methods of its contract
+(:class:`fastsoftmax.backends.common.Backend`), chosen by one dispatch
+(``_backend_for``: the backends' ``can_take`` in a fixed order, then
+``backend=``).
 
 >>> import fastsoftmax as fs
 >>> fs.softmax([0.0, 0.0]).tolist()
@@ -11,19 +15,21 @@ job records and return finished accumulators, which become
 """
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._inputs import (Target, array_config, array_target, as_float_array, batch_shape,
+from . import _config, backends
+from ._inputs import (Target, array_config, array_target, batch_shape, check_backend_name,
                       check_chunk, check_dtype, check_nan_policy, check_nonempty, check_samples,
-                      check_seed, check_thresholds, compute_dtype, is_dask_array,
-                      is_device_array, mc_config, mc_target, normalize_axis)
+                      check_seed, check_thresholds, compute_dtype, mc_config, mc_target,
+                      normalize_axis)
 from ._math import NOBS, OBS_NAMES
 from ._util import check_progress, progress_bar
 from .backends import get_backend, resolve
-from .backends.common import ArrayJob, ModelJob
+from .backends.common import ArrayJob, Backend, ModelJob
 from .models import _Model
 from .summary import Summary
 
@@ -42,37 +48,71 @@ def resolve_backend(backend: str, *, host_data: bool = False) -> str:
 def threading_layer() -> str:
     """The threading layer numba uses for the CPU kernels ('omp', 'tbb' or
     'workqueue'; under 'workqueue' concurrent calls are serialised)."""
-    return get_backend("cpu").threading_layer()
+    return str(get_backend("cpu").info()["threading layer"])
 
 
-def _array_info(x: Any) -> tuple[Any, tuple, np.dtype]:
-    """(x, shape, dtype) of a NumPy-like, dask or CUDA device array, without
-    copying or moving it."""
-    if is_device_array(x):
-        cai = getattr(x, "__cuda_array_interface__", None)
-        if cai is None:                                  # the CUDA simulator's arrays
-            return x, tuple(int(s) for s in x.shape), np.dtype(x.dtype)
-        return x, tuple(int(s) for s in cai["shape"]), np.dtype(cai["typestr"])
-    if is_dask_array(x):
-        if any(s != s for s in x.shape):
-            raise ValueError("x has unknown chunk sizes; call x.compute_chunk_sizes() first")
-        return x, tuple(int(s) for s in x.shape), np.dtype(x.dtype)
-    x, _, _ = as_float_array(x)
-    return x, x.shape, x.dtype
+# what an operation needs that a backend does not offer, said to the user
+_OPERATION_HINTS = {
+    "observables": "observables returns per-row arrays in host memory: pass a NumPy array "
+                   "(summarize accepts device and dask arrays)",
+    "softmax": "softmax needs a backend that computes it",
+    "summarize_array": "summarize needs a backend that summarises arrays",
+}
 
 
-def _array_job(x: Any, target: Any, axis: Any, thresholds: Any, nan_policy: Any,
-               host_labels: Any = None) -> tuple[Any, ArrayJob]:
+def _backend_for(x: Any, operation: str, backend: str = "auto") -> Backend:
+    """The one input dispatch: the backend that runs ``operation`` on ``x``.
+
+    The registered backends are asked ``can_take(x)`` in their fixed order
+    (``backends.take``: TypeError naming x's type and every backend when none
+    takes it).  ``backend=`` "auto" keeps that choice; "cpu" or "cuda" names
+    a kernel backend instead, which must take x itself, or be the ``inner``
+    backend of the executor that takes x (a dask array's chunks run on the
+    CPU backend).  The operation must be among the chosen backend's
+    ``operations``; a backend that cannot run here is a RuntimeError saying
+    why (``backends.get_backend``)."""
+    name = check_backend_name(backend)
+    taker = backends.take(x)
+    if name not in ("auto", taker) and not backends.default(name).can_take(x):
+        be = backends.default(taker)
+        if be.inner != name:
+            runs = f", running the {be.inner} backend on its blocks" if be.inner else ""
+            raise ValueError(f"backend={backend!r} cannot take x, a {backends.type_name(x)}: "
+                             f"the {taker} backend takes it ({be.takes}){runs}")
+    elif name != "auto":
+        taker = name
+    if operation not in backends.default(taker).operations:
+        raise TypeError(f"{_OPERATION_HINTS[operation]}; the {taker} backend, which takes x "
+                        f"(a {backends.type_name(x)}), does not run {operation}")
+    return get_backend(taker)
+
+
+def _labels(target: Any, backend: Backend) -> tuple[Any, bool]:
+    """(labels, lazy): an array ``target`` in host memory, through the
+    ``to_host`` of the backend that takes it; labels of an executor's own
+    kind stay where they are (lazy) and are checked as its blocks run."""
+    if target is None or isinstance(target, (str, bytes, numbers.Number, np.generic)):
+        return target, False                 # not labels: array_target says what is wrong
+    try:
+        owner = backends.take(target, "target")
+    except TypeError:
+        return target, False
+    if owner == backend.name and backend.inner is not None:
+        return target, True
+    return get_backend(owner).to_host(target), False
+
+
+def _array_job(be: Backend, x: Any, target: Any, axis: Any, thresholds: Any,
+               nan_policy: Any) -> tuple[Any, ArrayJob]:
     nan_policy = check_nan_policy(nan_policy)
     thr = check_thresholds(thresholds)
-    x, shape, dtype = _array_info(x)
+    x, shape, dtype = be.array_info(x)
     cdt, _ = compute_dtype(dtype)
     axes = normalize_axis(axis, len(shape))
     check_nonempty(shape)
     batch, n = batch_shape(shape, axes)
-    if host_labels is not None and not isinstance(target, (str, int, np.integer)):
-        target = host_labels(target)
-    tgt = array_target(target, batch, n, lazy_labels=is_dask_array(target))
+    labels, lazy = _labels(target, be)
+    tgt = array_target(labels, batch, n, lazy_labels=lazy)
     rows = int(np.prod(batch, dtype=np.int64))
     return x, ArrayJob(shape=shape, dtype=dtype, cdt=cdt, axes=axes, batch=batch, n=n,
                        rows=rows, target=tgt, thresholds=thr, nan_policy=nan_policy)
@@ -82,21 +122,10 @@ def _array_job(x: Any, target: Any, axis: Any, thresholds: Any, nan_policy: Any,
 # softmax / log_softmax
 
 def _softmax(x: Any, axis: Any, log: bool) -> Any:
-    if is_device_array(x):
-        _, shape, dtype = _array_info(x)
-        compute_dtype(dtype)
-        axes = normalize_axis(axis, len(shape))
-        return get_backend(resolve("cuda")).softmax(x, axes, log)
-    if is_dask_array(x):
-        raise TypeError("softmax of a dask array: use x.map_blocks(fs.softmax) with the "
-                        "softmax axes in one chunk")
-    x, cdt, odt = as_float_array(x)
-    axes = normalize_axis(axis, x.ndim, allow_scalar=True)
-    if x.size == 0:
-        return np.empty(x.shape, dtype=odt)
-    out = get_backend("cpu").softmax(x, axes, log)
-    out = out.astype(odt, copy=False)
-    return out[()] if out.ndim == 0 else out
+    be = _backend_for(x, "softmax")
+    x, shape, dtype = be.array_info(x)
+    compute_dtype(dtype)                      # a non-numeric dtype: TypeError now
+    return be.softmax(x, normalize_axis(axis, len(shape), allow_scalar=True), log)
 
 
 def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
@@ -110,8 +139,10 @@ def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
     Parameters
     ----------
     x : array_like
-        Logits: float16/32/64, integers or bools (promoted to float64), or a
-        CUDA device array (numba, CuPy, PyTorch: computed on its GPU).
+        Logits: float16/32/64, integers or bools (promoted to float64), a
+        CUDA device array (numba, CuPy, PyTorch: computed on its GPU), or a
+        dask array (a lazy dask array: each block's softmax, the softmax
+        axes rechunked to one chunk).
         ``-inf`` entries are masks (probability exactly 0).
     axis : int, tuple of ints or None, default -1
         The softmax axis; a tuple runs the softmax over the joint elements of
@@ -126,12 +157,13 @@ def softmax(x: Any, axis: int | tuple[int, ...] | None = -1) -> Any:
         returned as float16, integers as float64.  Rows containing NaN or
         +inf give NaN (as NumPy/SciPy).  A 0-d input is one row of one logit:
         the result is 1.0.  A CUDA input gives an array of the same kind on
-        its device.
+        its device, a dask input a dask array.
 
     Raises
     ------
     TypeError
-        A complex, object or string array; a bad ``axis`` type.
+        A complex, object or string array; an input no backend takes (the
+        message names its type); a bad ``axis`` type.
     numpy.exceptions.AxisError
         ``axis`` out of range.
 
@@ -260,11 +292,9 @@ def observables(x: Any, target: Any = "argmax", axis: int | tuple[int, ...] | No
     >>> round(float(fs.observables([[0.0, -1e4]])["log10_jac_diag_max"][0]), 6)
     -4342.944819
     """
-    if is_device_array(x) or is_dask_array(x):
-        raise TypeError("observables returns per-row arrays in host memory: pass a NumPy "
-                        "array (summarize accepts device and dask arrays)")
-    x, job = _array_job(x, target, axis, (), nan_policy)
-    vals = get_backend("cpu").observables(x, job)
+    be = _backend_for(x, "observables")
+    x, job = _array_job(be, x, target, axis, (), nan_policy)
+    vals = be.observables(x, job)
     out = {name: vals[k].reshape(job.batch) for k, name in enumerate(OBS_NAMES)}
     out.update({"log10_" + name: vals[NOBS + k].reshape(job.batch)
                 for k, name in enumerate(OBS_NAMES)})
@@ -344,25 +374,38 @@ def summarize(x: Any, target: Any = "argmax", axis: int | tuple[int, ...] | None
     return prepare_summarize(x, target, axis, thresholds, nan_policy, backend, progress).run()
 
 
+@dataclass(frozen=True)
 class Prepared:
     """A validated call (every argument checked, nothing computed yet):
     ``run()`` computes its Summary.  ``fs.summarize(...)`` is
     ``prepare_summarize(...).run()``; tools that report argument errors
-    apart from failures while running (the CLI) call the two steps."""
+    apart from failures while running (the CLI) call the two steps.
 
-    def __init__(self, backend: Any, run: Any, total: int, progress: Any, config: dict,
-                 args: tuple) -> None:
-        self.backend = backend
-        self.config = config
-        self._run = run
-        self._total = total
-        self._progress = progress
-        self._args = args
+    ``backend`` runs ``job``: ``summarize_array(x, job)`` for an
+    :class:`~fastsoftmax.backends.common.ArrayJob` (``x`` the array as the
+    backend reads it), ``summarize_model(job)`` for a
+    :class:`~fastsoftmax.backends.common.ModelJob` (``x`` None); ``progress``
+    is the caller's request (False, True or a bar), ``config`` the
+    Summary's configuration record."""
+    backend: Backend
+    job: ArrayJob | ModelJob
+    config: dict
+    x: Any = None
+    progress: Any = False
+
+    @property
+    def rows(self) -> int:
+        """The rows the job summarises (a progress bar's total)."""
+        return self.job.rows if isinstance(self.job, ArrayJob) else self.job.samples
 
     def run(self) -> Summary:
-        bar = progress_bar(self._progress, self._total)
+        """The Summary of the job (a progress bar while it runs, if asked)."""
+        bar = progress_bar(self.progress, self.rows)
         try:
-            acc = self._run(*self._args, bar)
+            if isinstance(self.job, ArrayJob):
+                acc = self.backend.summarize_array(self.x, self.job, bar)
+            else:
+                acc = self.backend.summarize_model(self.job, bar)
         finally:
             if bar is not None:
                 bar.close()
@@ -375,24 +418,11 @@ def prepare_summarize(x: Any, target: Any = "argmax",
                       backend: str = "auto", progress: Any = False) -> Prepared:
     """:func:`summarize`'s checks and plan, nothing computed."""
     check_progress(progress)
-    if is_dask_array(x):
-        if backend not in ("auto", "cpu"):
-            raise ValueError(f"x is a dask array: its chunks are summarised by the CPU "
-                             f"backend on the workers; backend={backend!r} cannot be used")
-        if progress:
-            raise ValueError("progress is not available for dask arrays: use Dask's own "
-                             "(dask.diagnostics.ProgressBar, distributed.progress)")
-        be = get_backend("dask")
-    elif is_device_array(x):
-        if backend not in ("auto", "cuda"):
-            raise ValueError(f"x is a CUDA device array; backend={backend!r} cannot read it")
-        be = get_backend(resolve("cuda"))
-    else:
-        be = get_backend(resolve(backend, host_data=True))
-    host_labels = getattr(be, "to_host", None) if is_device_array(target) else None
-    x, job = _array_job(x, target, axis, thresholds, nan_policy, host_labels)
+    be = _backend_for(x, "summarize_array", backend)
+    x, job = _array_job(be, x, target, axis, thresholds, nan_policy)
+    be.validate(job, progress)
     config = array_config(job.shape, job.dtype, job.axes, job.target, job.nan_policy)
-    return Prepared(be, be.summarize_array, job.rows, progress, config, (x, job))
+    return Prepared(backend=be, job=job, config=config, x=x, progress=progress)
 
 
 # --------------------------------------------------------------------------
@@ -468,7 +498,7 @@ def simulate(model: _Model, samples: int, *, seed: int = 0, target: Any = "argma
     See Also
     --------
     fastsoftmax.models : The models.
-    fastsoftmax.sweep.sweep : One simulation per point of a parameter grid.
+    fastsoftmax.sweeps.sweep : One simulation per point of a parameter grid.
 
     Examples
     --------
@@ -498,17 +528,13 @@ def prepare_simulate(model: _Model, samples: int, *, seed: int = 0, target: Any 
     chunk = check_chunk(chunk)
     check_progress(progress)
     if client is not None:
-        # the workers' GPUs decide, not this machine's
+        # an executor over the workers' backend: their GPUs decide, not this machine's
         be = get_backend("dask", client=client, inner=backend)
-        be_name = be.inner
     else:
-        be_name = resolve(backend)
-        be = get_backend(be_name)
-    if chunk is not None and (client is not None or be_name == "cuda"):
-        raise ValueError("chunk (rows per CPU kernel call) is not used by "
-                         + ("a Dask client" if client is not None else "the CUDA backend")
-                         + ": leave it out")
+        be = get_backend(resolve(backend))
     job = ModelJob(gen=model.gen_spec(), samples=samples, seed=seed, target=tgt,
                    thresholds=thr, dtype=dt, chunk=chunk)
-    config = mc_config(model.name, model.params, samples, seed, tgt, dt, be_name, thr)
-    return Prepared(be, be.summarize_model, samples, progress, config, (job,))
+    be.validate(job, progress)
+    config = mc_config(model.name, model.params, samples, seed, tgt, dt, be.inner or be.name,
+                       thr)
+    return Prepared(backend=be, job=job, config=config, progress=progress)

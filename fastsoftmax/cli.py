@@ -12,9 +12,11 @@ Bad arguments exit with status 2 and one line on stderr saying what is
 wrong (checked before any work starts); a failure while running exits 1 with
 its message; an interrupted run exits 130; a completed run exits 0.
 """
+import functools
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -144,15 +146,105 @@ def _fail(msg):
     raise UserError(msg)
 
 
+# The library's messages name its Python arguments (nan_policy='omit',
+# resume=True); the command line speaks in flags.  One table, applied to
+# every library message that reaches the user (bad arguments and failures
+# while running); the CLI's own messages are written in flags already.
+FLAGS = {"nan_policy": "--nan-policy", "resume": "--resume", "theory": "--theory",
+         "out": "--out", "target": "--target", "backend": "--backend", "dtype": "--dtype",
+         "thresholds": "--threshold", "samples": "--samples", "seed": "--seed",
+         "axis": "--axis", "model_factory": "--model", "grid": "--grid", "fixed": "--set",
+         "progress": "--quiet"}
+# NAME=VALUE forms that are a flag alone (or its absence)
+FLAG_VALUES = {"resume=True": "--resume", "theory=True": "--theory",
+               "progress=False": "--quiet", "progress=True": "a progress bar (no --quiet)"}
+_ASSIGNMENT = re.compile(r"(?<![\w.\-])(" + "|".join(FLAGS) +
+                         r")=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
+# a message that starts with an argument's name ("thresholds must be ..."),
+# for names that are no English word a message could start with
+_LEADING = re.compile(r"^(nan_policy|target|backend|dtype|thresholds|samples|seed|axis)"
+                      r"\b(?!=)")
+
+
+def to_flags(message, names=None):
+    """A library message in the command line's words: ``nan_policy='omit'``
+    -> ``--nan-policy omit``, ``resume=True`` -> ``--resume``, a message
+    starting with an argument's name -> its flag; ``names`` maps further
+    names (default: the running command's, summarize's ``x`` -> its file).
+
+    >>> to_flags("row 7 has NaN: pass nan_policy='omit'")
+    'row 7 has NaN: pass --nan-policy omit'
+    >>> to_flags("s.csv exists: pass resume=True to continue it")
+    's.csv exists: pass --resume to continue it'
+    >>> to_flags("row 7 of x contains NaN", {"x": "logits.npy"})
+    'row 7 of logits.npy contains NaN'
+    """
+    def assignment(m):
+        name, value = m.group(1), m.group(2)
+        if f"{name}={value}" in FLAG_VALUES:
+            return FLAG_VALUES[f"{name}={value}"]
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = value[1:-1]
+        return f"{FLAGS[name]} {value}"
+
+    text = _LEADING.sub(lambda m: FLAGS[m.group(1)], _ASSIGNMENT.sub(assignment, message))
+    names = _NAMES if names is None else names
+    for name, words in names.items():      # "x is empty", "row 7 of x contains NaN"
+        # (a function as the replacement: a path's backslashes stay as they are)
+        text = re.sub(rf"(^|(?<=\bof )){re.escape(name)}\b(?![=\w])",
+                      functools.partial(_literal, words), text)
+    return text
+
+
+def _literal(words, match):
+    return words
+
+
+# names of the running command's arguments for messages (summarize's x is
+# its FILE), set by the command, reset by main()
+_NAMES: dict = {}
+
+
 def _user_call(fn, *a, **kw):
     """Run a validation step (nothing computed yet); its ValueError/TypeError/
-    OS errors are bad arguments (exit 2, one line).  The work itself runs
-    outside: its failures exit 1 (see :func:`main`)."""
+    OS errors are bad arguments (exit 2, one line, in flags: :func:`to_flags`).
+    The work itself runs outside: its failures exit 1 (see :func:`main`)."""
     try:
         return fn(*a, **kw)
     except (ValueError, TypeError, FileExistsError, FileNotFoundError, IsADirectoryError,
             NotADirectoryError, ImportError, RuntimeError) as e:
-        raise UserError(str(e)) from None
+        raise UserError(to_flags(str(e))) from None
+
+
+class _NewFolders:
+    """The missing parent folders of --out/--plot, made before the checks
+    that need them and removed again when a check fails: a refused command
+    leaves nothing behind."""
+
+    def __init__(self):
+        self.made = []
+
+    def make(self, path, option):
+        d = os.path.dirname(os.path.abspath(path))
+        missing = []
+        while not os.path.isdir(d):
+            missing.append(d)
+            d = os.path.dirname(d)
+        try:
+            for m in reversed(missing):
+                os.mkdir(m)
+                self.made.append(m)
+        except OSError as e:
+            self.undo()
+            _fail(f"{option} {path}: cannot create its folder ({e.strerror}: {e.filename})")
+
+    def undo(self):
+        for m in reversed(self.made):
+            try:
+                os.rmdir(m)
+            except OSError:
+                pass
+        self.made = []
 
 
 # --------------------------------------------------------------------------
@@ -226,10 +318,12 @@ def _width():
               help="Thresholds for exact fractions below (repeatable; default 1e-3 1e-6 1e-9).")
 @click.option("--backend", type=BACKEND, default="auto", show_default=True)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
-              help="Table written after every point (.csv or .parquet).")
+              help="Table written after every point (.csv or .parquet); its folder is "
+                   "made if missing.")
 @click.option("--resume", is_flag=True, help="Continue --out, skipping the points it holds.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
-              help="PNG of the median and quantile bands of --observable.")
+              help="PNG of the median and quantile bands of --observable (its folder is "
+                   "made if missing).")
 @click.option("--observable", default="jac_diag_max", show_default=True,
               help="What --plot and the printed table show.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
@@ -256,7 +350,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
     """
     from . import _config
     from ._math import OBS_NAMES
-    from .sweep import plan as make_plan
+    from .sweeps import plan as make_plan
     grid, fixed = {}, {}
     for g in grids:
         name, values = parse_assignment(g, "--grid", True)
@@ -277,17 +371,24 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
         _fail("--scheduler and --workers exclude each other")
     if plot is not None and not plot.lower().endswith(".png"):
         _fail(f"--plot {plot}: give a .png file name")
-    if plot is not None and not os.path.isdir(os.path.dirname(os.path.abspath(plot))):
-        _fail(f"--plot {plot}: directory {os.path.dirname(os.path.abspath(plot))} does not exist")
     thr = tuple(thresholds) if thresholds else _config.DEFAULT_THRESHOLDS
     if theory_order is not None and not theory:
         _fail("--theory-order needs --theory")
     th = (int(theory_order) if theory_order is not None else True) if theory else False
-    p = _user_call(make_plan, model, grid, fixed=fixed, samples=samples, seed=seed,
-                   target=tgt, dtype=dtype, thresholds=thr, out=out, resume=resume,
-                   backend=backend, theory=th)
-    if plot is not None:
-        _user_call(_require_module, "matplotlib", "--plot", "plot")
+    folders = _NewFolders()
+    try:
+        if out is not None:
+            folders.make(out, "--out")
+        if plot is not None:
+            folders.make(plot, "--plot")
+        p = _user_call(make_plan, model, grid, fixed=fixed, samples=samples, seed=seed,
+                       target=tgt, dtype=dtype, thresholds=thr, out=out, resume=resume,
+                       backend=backend, theory=th)
+        if plot is not None:
+            _user_call(_require_module, "matplotlib", "--plot", "plot")
+    except click.UsageError:
+        folders.undo()
+        raise
     if not quiet and out is not None and resume and len(p.todo) < len(p.points):
         click.echo(f"resuming {out}: {len(p.points) - len(p.todo)} of {len(p.points)} points "
                    "done", err=True)
@@ -436,6 +537,7 @@ def summarize(file, axis, target, nan_policy, backend, as_json, quiet):
         _fail(f"--target {target!r}: argmax, a class index or a .npy file of labels")
     # a bar on stderr for files that take seconds
     progress = x.size >= BIG_FILE_LOGITS and not quiet
+    _NAMES["x"] = file
     call = _user_call(api.prepare_summarize, x, target=tgt, axis=ax, nan_policy=nan_policy,
                       backend=backend, progress=progress)
     s = call.run()
@@ -459,6 +561,19 @@ def _load_npy(path, what):
     if os.path.isdir(path):
         _fail(f"{what} {path}: is a directory")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        _fail(f"{what} {path}: cannot be read ({e.strerror})")
+    if magic[:4] == b"PK\x03\x04":
+        _fail(f"{what} {path}: holds several arrays (.npz); give one .npy array")
+    if magic != b"\x93NUMPY":
+        ext = os.path.splitext(path)[1].lower()
+        hint = (f"; convert a text table with numpy.save('x.npy', numpy.loadtxt({path!r}, "
+                "delimiter=','))" if ext in (".csv", ".txt", ".tsv") else "")
+        _fail(f"{what} {path}: a .npy file is expected (numpy.save writes one), "
+              f"this is not one{hint}")
+    try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:
         _fail(f"{what} {path}: not a readable .npy array ({str(e).splitlines()[0]})")
@@ -473,7 +588,8 @@ def _load_npy(path, what):
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
 def info(as_json):
-    """Versions, threads, threading layer, CPU, CUDA and the compile cache."""
+    """Versions, threads, threading layer, the CPU (model, vector units, the
+    kernels' vector width), CUDA and the compile cache."""
     d = collect_info()
     if as_json:
         click.echo(json.dumps(d, indent=1))
@@ -490,6 +606,8 @@ def collect_info():
     import numpy as np
 
     import fastsoftmax as fs
+
+    from . import _cpu
     from .backends import cuda_status
     fs.softmax(np.zeros((4, 3)))          # a tiny parallel call: the threading layer starts
     layer: str
@@ -503,56 +621,16 @@ def collect_info():
     if layer == "workqueue":
         d["threading layer"] = ("workqueue (not safe for concurrent callers: calls are "
                                 "serialised; install an OpenMP or TBB layer)")
-    cpu, feats = _cpu_info()
-    d["cpu"] = cpu
-    d["vector width"] = feats
+    t = _cpu.target()
+    d["cpu"] = _cpu.model_name()
+    d["cpu target"] = f"{t.name} (numba's LLVM target; features from {t.source})"
+    d["vector units"] = _cpu.vector_units(t)
+    d["vector width"] = _cpu.vector_width(t)
     d["kernel vector width"] = _kernel_width()
     ok, why = cuda_status()                # never raises
     d["cuda"] = "available" if ok else "not available: " + " ".join(str(why).split())
     d["numba cache"] = _cache_dir()
     return d
-
-
-def _cpu_info():
-    import numba
-    try:
-        import llvmlite.binding as llvm
-        from . import _config
-        cfg: Any = numba.config             # its settings are set at runtime (untyped)
-        name = cfg.CPU_NAME or llvm.get_host_cpu_name()
-        # numba's own rule: NUMBA_CPU_FEATURES if set (even empty: the CPU
-        # name's defaults), else the host's features
-        feats = cfg.CPU_FEATURES
-        if feats is None:
-            feats = llvm.get_host_cpu_features().flatten()
-    except Exception as e:
-        return f"unknown ({e})", "unknown"
-    fl = set(f.lstrip("+") for f in str(feats).split(",") if f.startswith("+"))
-    if not feats and name not in ("generic", "x86-64"):
-        fl = {"avx512f"} if _config._cpu_has_avx512() else {"avx2"}
-    if "avx512f" in fl:
-        w = 512
-    elif "avx2" in fl or "avx" in fl:
-        w = 256
-    elif {"sse2", "neon", "asimd"} & fl or name.startswith(("apple", "cortex", "neoverse")):
-        w = 128
-    else:
-        w = None
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    cpu = f"{name}" + (f" ({model})" if model else "")
-    vw = (f"{w}-bit SIMD: {w // 32} float32 / {w // 64} float64 lanes" if w
-          else "unknown")
-    if "avx512f" in fl and "prefer-256-bit" in fl:
-        vw += " (LLVM prefers 256-bit vectors on this CPU)"
-    return cpu, vw
 
 
 def _kernel_width():
@@ -589,6 +667,7 @@ def _cache_dir():
 def main(argv=None):
     """Console entry point; returns the exit status."""
     args = sys.argv[1:] if argv is None else list(argv)
+    _NAMES.clear()
     try:
         rv = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -603,15 +682,11 @@ def main(argv=None):
         return 130
     except Exception as e:     # a failure while running (arguments were checked before)
         sub = " ".join([PROG] + [a for a in args[:1] if not a.startswith("-")])
-        msg = " ".join(str(e).split()) or type(e).__name__
+        msg = to_flags(" ".join(str(e).split())) or type(e).__name__
         click.echo(f"{sub}: error: {msg}", err=True)
         if os.environ.get("FASTSOFTMAX_TRACEBACK"):
             raise
         return 1
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        return 1
+    # a closed stdout (fastsoftmax ... | head) needs nothing here: click turns
+    # the EPIPE into exit status 1 and silences the final flush
     return rv if isinstance(rv, int) else 0

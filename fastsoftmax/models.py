@@ -276,7 +276,7 @@ class DotProduct(_Model):
     See Also
     --------
     fastsoftmax.simulate : Draws rows from a model.
-    fastsoftmax.sweep.sweep : Simulates a grid of models.
+    fastsoftmax.sweeps.sweep : Simulates a grid of models.
 
     Examples
     --------

@@ -158,7 +158,7 @@ def _scale_law(ax, law, x):
     n = law["n"]
     lo = max(2.0 * float(theory.freezing_scale(n)), float(np.min(x)))
     grid = np.geomspace(lo, float(np.max(x)), 24)
-    med = theory.Law.gaussian(n, grid).median(law["obs"], order=law["order"])
+    med = theory.Law.gaussian(n, grid).observable(law["obs"], order=law["order"]).median()
     ax.plot(grid, np.maximum(med, FLOOR), color="k", ls="--", lw=1.0,
             label=f"saturation law, median (order {law['order']})")
     ax.axvline(law["sigma_star"], color="k", lw=0.8, ls="-.")
@@ -239,15 +239,16 @@ def context_plot(res, path):
         sem = d["entropy_sem"].to_numpy(float)
         a0.errorbar(n, d["entropy_mean"], yerr=4 * sem, color=color, marker="o", ms=4,
                     ls="none", label=f"{lab}: measured mean")
-        a0.plot(ngrid, L.rem_entropy(), color=color, ls="--", lw=1,
+        a0.plot(ngrid, L.rem["entropy"].mean(), color=color, ls="--", lw=1,
                 label=f"{lab}: random energy model")
         a1.errorbar(n, d["max_prob_mean"], yerr=4 * d["max_prob_sem"], color=color, marker="o",
                     ms=4, ls="none", label=f"{lab}: mean")
         a1.plot(n, d["max_prob_q0.5"], color=color, marker="s", ms=3, ls="none", alpha=0.6,
                 label=f"{lab}: median")
-        a1.plot(ngrid, L.rem_max_prob(), color=color, ls="--", lw=1, label=f"{lab}: REM mean")
+        a1.plot(ngrid, L.rem["max_prob"].mean(), color=color, ls="--", lw=1,
+                label=f"{lab}: REM mean")
         with np.errstate(invalid="ignore"):
-            a1.plot(ngrid, L.rem_max_prob_median(), color=color, ls=":", lw=1,
+            a1.plot(ngrid, L.rem["max_prob"].median(), color=color, ls=":", lw=1,
                     label=f"{lab}: PD median")
         if not scaled:
             col = f"jac_diag_max_below_{lev:g}"

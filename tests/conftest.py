@@ -28,3 +28,29 @@ def subprocess_env(**extra):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+# --------------------------------------------------------------------------
+# one small `verify` run for the whole session (every test that needs a run's
+# result or its --out files reads this one: the experiment runs once per test run)
+
+VERIFY_RUN = dict(samples=2000, seed=3, backend="cpu", context=True)
+
+
+@pytest.fixture(scope="session")
+def _verify_run(tmp_path_factory):
+    from fastsoftmax import verify
+    out = tmp_path_factory.mktemp("verify")
+    return verify.run(out=out, progress=False, **VERIFY_RUN), out
+
+
+@pytest.fixture(scope="session")
+def verify_result(_verify_run):
+    """The VerifyResult of ``verify.run(**VERIFY_RUN, out=verify_out)`` (run once per session)."""
+    return _verify_run[0]
+
+
+@pytest.fixture(scope="session")
+def verify_out(_verify_run):
+    """The ``--out`` directory that run wrote (tables, summary.json, plots)."""
+    return _verify_run[1]

@@ -21,12 +21,17 @@ import sys
 import fastsoftmax as fs
 heavy = [m for m in ("fastsoftmax.backends.cpu", "fastsoftmax.backends.cuda._kernels",
                      "numba.cuda", "pandas", "torch", "dask", "matplotlib", "tqdm",
-                     "click", "fastsoftmax.sweep", "fastsoftmax.verify")
+                     "click", "fastsoftmax.verify")
          if m in sys.modules]
 assert not heavy, heavy
-import fastsoftmax.sweep, fastsoftmax.verify
+import fastsoftmax.sweeps, fastsoftmax.verify
 import types
-assert isinstance(fastsoftmax.sweep, types.ModuleType) and callable(fastsoftmax.sweep)
+# fs.sweep is the plain function, never shadowed by its package; no module
+# of the package is an instance of a replaced class
+assert type(fastsoftmax.sweep) is types.FunctionType, fastsoftmax.sweep
+assert fastsoftmax.sweep is fastsoftmax.sweeps.sweep
+assert all(type(m) is types.ModuleType for k, m in sys.modules.items()
+           if k.split(".")[0] == "fastsoftmax"), "a module with a replaced class"
 assert isinstance(fastsoftmax.verify, types.ModuleType)
 from fastsoftmax.backends import cpu
 assert not cpu.observe_chunk.signatures, "compiled at import"
@@ -47,9 +52,9 @@ def test_public_names():
         assert hasattr(fs, name), name
     assert set(api.__all__) == {"softmax", "log_softmax", "observables", "summarize",
                                 "simulate"}
-    assert fs.sweep.sweep is fs.sweep.__dict__["sweep"]
     import importlib
-    assert importlib.import_module("fastsoftmax.sweep") is fs.sweep
+    assert importlib.import_module("fastsoftmax.sweeps").sweep is fs.sweep
+    assert fs.sweeps.__dict__["sweep"] is fs.sweep
 
 
 def test_empty_summary_without_private_modules():

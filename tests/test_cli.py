@@ -1,16 +1,21 @@
 """The command line, through real subprocesses (python -m fastsoftmax) and,
 for the many bad-argument cases, through ``cli.main`` in process."""
+import contextlib
+import io
 import json
+import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import fastsoftmax as fs
-from fastsoftmax import cli, models
-from fastsoftmax.sweep import read_table, sweep
+from fastsoftmax import _cpu, cli, models
+from fastsoftmax._util import COMPILING, progress_bar
+from fastsoftmax.sweeps import read_table, sweep
 
 from conftest import subprocess_env
 
@@ -30,12 +35,42 @@ def assert_usage_error(rc, out, err, match):
 
 
 # --------------------------------------------------------------------------
-# verify
+# verify: the command runs once (module fixture); the tests read its output
 
-def test_verify_out(tmp_path):
-    out = tmp_path / "v"
-    rc, stdout, err = run("verify", "--samples", "2000", "--seed", "1", "--backend", "cpu",
-                          "--out", out, "--context")
+VERIFY_ARGS = ["verify", "--samples", "2000", "--seed", "1", "--backend", "cpu", "--context"]
+
+
+@pytest.fixture(scope="module")
+def verify_run(tmp_path_factory):
+    """One in-process ``fastsoftmax verify --out DIR`` (DIR's parents missing):
+    its exit status, stdout, stderr, the folder, and the VerifyResult it
+    printed (kept from the run, for the --json and --quiet formats)."""
+    from fastsoftmax import verify as vmod
+    out = tmp_path_factory.mktemp("verify") / "new" / "v"
+    results = []
+    prepare = vmod.prepare
+
+    def keeping(*a, **kw):
+        exp = prepare(*a, **kw)
+        run = exp.run
+
+        def run_and_keep(*ra, **rkw):
+            results.append(run(*ra, **rkw))
+            return results[-1]
+        exp.run = run_and_keep
+        return exp
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(stderr):
+        mp.setattr(vmod, "prepare", keeping)
+        rc = cli.main([*VERIFY_ARGS, "--out", str(out)])
+    assert len(results) == 1
+    return rc, stdout.getvalue(), stderr.getvalue(), out, results[0]
+
+
+def test_verify_out(verify_run):
+    rc, stdout, err, out, _ = verify_run
     assert rc == 0, err
     assert "Traceback" not in err
     assert "verdict" in stdout and "softmax([100, 101, 99])" in stdout
@@ -46,7 +81,9 @@ def test_verify_out(tmp_path):
     assert all(l.rstrip().endswith(("HOLDS", "FAILS", "INCONCLUSIVE")) for l in rows)
     assert "Criteria" in stdout
     assert "verify:" in err                      # the progress bar
-    names = {p.name for p in out.iterdir()}
+    # until the first chunk returns the bar says that the kernels compile
+    assert f"verify: {COMPILING}" in err
+    names = {p.name for p in out.iterdir()}       # --out made its missing parents
     assert {"dotproduct.csv", "dotproduct.parquet", "verdicts.csv", "summary.json",
             "verify.png", "jac_vs_dk.png", "ce_grad_vs_dk.png", "context.csv",
             "context_length.png", "law.csv"} <= names
@@ -55,18 +92,64 @@ def test_verify_out(tmp_path):
     assert v["verdict"][v["key"] == "literal"].item() == "holds"
 
 
-def test_verify_json_quiet():
-    rc, stdout, err = run("verify", "--samples", "1000", "--json", "--quiet")
+def _verify_again(verify_run, monkeypatch, capsys, *flags):
+    """``fastsoftmax verify <flags>`` in process, its experiment replaced by
+    the module's one run (same arguments): the command's own work, parsing
+    and printing, without running verify again."""
+    from fastsoftmax import verify as vmod
+    res = verify_run[4]
+    calls = []
+
+    class Done:
+        def run(self, progress=True, client=None):
+            calls.append(progress)
+            return res
+
+    def prepare(**kw):
+        assert kw == dict(samples=2000, seed=1, backend="cpu", out=None, context=True), kw
+        return Done()
+
+    monkeypatch.setattr(vmod, "prepare", prepare)
+    capsys.readouterr()
+    rc = cli.main([*VERIFY_ARGS, *flags])
+    out, err = capsys.readouterr()
+    assert calls, "verify did not run"
+    return rc, out, err, calls[0]
+
+
+def test_verify_json_quiet(verify_run, monkeypatch, capsys):
+    rc, stdout, err, progress = _verify_again(verify_run, monkeypatch, capsys, "--json",
+                                              "--quiet")
     assert rc == 0, err
-    assert err == ""                              # --quiet: no progress bar
+    assert err == "" and progress is False        # --quiet: no progress bar
     d = json.loads(stdout)
-    assert d["meta"]["samples"] == 1000
+    assert d["meta"]["samples"] == 2000
     assert [c["key"] for c in d["claims"]][:3] == ["paper", "fix", "literal"]
     assert all(c["verdict"] in ("holds", "fails", "inconclusive") for c in d["claims"])
-    rc, stdout, err = run("verify", "--samples", "1000", "--quiet")
-    assert rc == 0 and err == "", err
+    rc, stdout, err, progress = _verify_again(verify_run, monkeypatch, capsys, "--quiet")
+    assert rc == 0 and err == "" and progress is False, err
     lines = stdout.splitlines()
-    assert len(lines) == 9 and lines[2].startswith("3. HOLDS")
+    assert len(lines) == len(d["claims"]) == 11 and lines[2].startswith("3. HOLDS")
+
+
+def test_progress_bar_says_compiling_then_times_the_work(capsys):
+    """The first chunk's time (the compilation) enters neither the rate nor
+    the ETA; a shared bar (a sweep's points) is restarted once."""
+    bar = progress_bar(True, 1000, "sweep gaussian")
+    time.sleep(0.4)                               # "compiling"
+    bar.update(100)
+    time.sleep(0.1)
+    inner = progress_bar(bar, 10)                 # a point of the sweep: the same bar
+    inner.update(100)
+    fd = bar._bar.format_dict
+    bar.close()
+    err = capsys.readouterr().err
+    assert err.lstrip("\r").startswith(f"sweep gaussian: {COMPILING}")
+    assert fd["n"] == 200 and fd["prefix"] == "sweep gaussian"
+    assert fd["elapsed"] < 0.3                    # the clock restarted after the first chunk
+    # the rate tqdm shows: its moving average, else rows timed / time
+    rate = fd["rate"] or (fd["n"] - fd["initial"]) / fd["elapsed"]
+    assert rate > 100 / 0.3                       # not 200 rows / 0.5 s
 
 
 # --------------------------------------------------------------------------
@@ -85,6 +168,7 @@ def test_sweep_out_plot_resume(tmp_path):
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     rc, stdout, err = run(*args, "--out", "s.parquet", cwd=tmp_path)
     assert_usage_error(rc, stdout, err, "exists")
+    assert "--resume" in err and "resume=" not in err
     rc, stdout, err = run(*args, "--out", "s.parquet", "--resume", "--json", cwd=tmp_path)
     assert rc == 0, err
     assert "4 of 4 points done" in err
@@ -105,7 +189,7 @@ def test_sweep_theory_columns_and_table(tmp_path):
     # the table's identity includes its theory columns
     rc, out, err = run("sweep", "-m", "gaussian", "-g", "scale=1,49", "-s", "n=64",
                        "--samples", "2000", "-o", "t.csv", "--resume", cwd=tmp_path)
-    assert_usage_error(rc, out, err, "with theory=True")
+    assert_usage_error(rc, out, err, "with --theory")
 
 
 def test_sweep_matches_simulate_target_dtype(tmp_path):
@@ -147,6 +231,12 @@ def test_bad_input_subprocess(tmp_path):
       "10"], "given twice"),
     (["sweep", "-m", "dotproduct", "-g", "dk=1", "-s", "n=4", "--samples", "10"],
      "unknown parameter 'dk'"),
+    (["sweep", "-m", "dotproduct", "-g", "dk=1", "-s", "n=4", "--samples", "10",
+      "-o", "new/deeper/s.csv", "--plot", "new2/s.png"], "unknown parameter 'dk'"),
+    (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "10",
+      "--threshold", "-1"], "--threshold must be positive"),
+    (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "10",
+      "-o", "new/s.txt"], "--out new/s.txt: the file name must end in .csv or .parquet"),
     (["sweep", "-m", "dotproduct", "-g", "d_k=0", "-s", "n=4", "--samples", "10"],
      "d_k must be >= 1"),
     (["sweep", "-m", "dotproduct", "-g", "d_k=1", "-s", "n=4", "--samples", "1.5"],
@@ -207,23 +297,26 @@ def logits(tmp_path):
     return path, x
 
 
-def test_summarize(tmp_path, logits):
+def test_summarize(tmp_path, logits, capsys):
     path, x = logits
     y = np.random.default_rng(1).integers(0, 32, 3000)
     np.save(tmp_path / "y.npy", y)
-    rc, out, err = run("summarize", path, "--json")
+    rc, out, err = run("summarize", path, "--json")          # the real command, once
     assert rc == 0, err
     d = json.loads(out)
     s = fs.summarize(x)
     assert d["samples"] == 3000 and d["shape"] == [3000, 32]
     assert d["observables"]["jac_diag_max"]["mean"] == s["jac_diag_max"].mean
     assert fs.Summary.from_dict(d["summary"])["entropy"].to_dict() == s["entropy"].to_dict()
-    rc, out, err = run("summarize", path, "--target", tmp_path / "y.npy", "--json")
+    # the other options in process (no interpreter start, no kernel loading)
+    rc = cli.main(["summarize", str(path), "--target", str(tmp_path / "y.npy"), "--json"])
+    out, err = capsys.readouterr()
     assert rc == 0, err
     d = json.loads(out)
     s = fs.summarize(x, target=y)
     assert d["observables"]["ce_loss"]["mean"] == s["ce_loss"].mean
-    rc, out, err = run("summarize", path, "--target", "3", "--axis", "1")
+    rc = cli.main(["summarize", str(path), "--target", "3", "--axis", "1"])
+    out, err = capsys.readouterr()
     assert rc == 0, err
     assert "3,000 rows" in out and "jac_diag_max" in out
 
@@ -232,28 +325,35 @@ def test_summarize_bad(tmp_path, logits, monkeypatch, capsys):
     path, x = logits
     monkeypatch.chdir(tmp_path)
     np.savez(tmp_path / "z.npz", a=x)
+    np.savetxt(tmp_path / "x.csv", x[:5], delimiter=",")
     np.save(tmp_path / "bad.npy", np.arange(5))              # wrong label shape
     bad = x.copy()
     bad[7, 3] = np.nan
     np.save(tmp_path / "nan.npy", bad)
     cases = [
-        ([path, "--target", "32"], "out of range"),
+        ([path, "--target", "32"], "--target 32 is out of range"),
         ([path, "--target", "random"], "labels"),
         ([path, "--target", "bad.npy"], "shape"),
         ([path, "--target", "nolabels.npy"], "no such file"),
         ([path, "--axis", "2"], "axis"),
         ([path, "--axis", "x"], "--axis"),
         (["z.npz"], ".npy"),
+        (["x.csv"], "FILE x.csv: a .npy file is expected"),
+        ([path, "--target", "x.csv"], "--target x.csv: a .npy file is expected"),
     ]
     for args, match in cases:
         assert cli.main(["summarize", *map(str, args)]) == 2, args
         err = capsys.readouterr().err
         lines = [l for l in err.splitlines() if l.strip()]
         assert len(lines) == 1 and match in lines[0], (args, err)
+        assert "pickle" not in lines[0] and "target=" not in lines[0], lines[0]
     # a bad row is found while running, not an argument error: exit 1, one line
     assert cli.main(["summarize", "nan.npy"]) == 1
     lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert len(lines) == 1 and "row 7" in lines[0] and "usage" not in lines[0].lower()
+    # in the command line's words: the flag, and the file for the library's x
+    assert "row 7 of nan.npy" in lines[0] and "pass --nan-policy omit" in lines[0], lines[0]
+    assert "nan_policy" not in lines[0]
     assert cli.main(["summarize", "nan.npy", "--nan-policy", "omit", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["skipped"] == 1
 
@@ -272,19 +372,43 @@ def test_failure_while_running_exits_1(tmp_path, monkeypatch, capsys):
     assert len(read_table("s.csv")) == 1                  # the finished point was kept
 
 
-def test_info():
-    rc, out, err = run("info")
-    assert rc == 0, err
-    for key in ("fastsoftmax", "numba", "numpy", "threads", "threading layer", "cpu",
-                "vector width", "kernel vector width", "cuda", "numba cache"):
-        assert any(line.startswith(key) for line in out.splitlines()), key
+def test_info(monkeypatch, capsys):
+    # one run of the command (its JSON); the text form of the same dict in process
     rc, out, err = run("info", "--json")
+    assert rc == 0, err
     d = json.loads(out)
+    monkeypatch.setattr(cli, "collect_info", lambda: d)
+    assert cli.main(["info"]) == 0
+    text = capsys.readouterr().out
+    for key in ("fastsoftmax", "numba", "numpy", "threads", "threading layer", "cpu",
+                "cpu target", "vector units", "vector width", "kernel vector width", "cuda",
+                "numba cache"):
+        assert any(line.startswith(key) for line in text.splitlines()), key
     assert d["fastsoftmax"] == fs.__version__ and d["threads"] >= 1
     assert d["threading layer"] != "not initialised"
     # the width the kernels' machine code really uses, and the knob
     w = d["kernel vector width"]
     assert w.split("-bit")[0] in ("128", "256", "512") and "FASTSOFTMAX_VECTOR_WIDTH=" in w, w
+    # the machine: its model and vector units, read independently here
+    # from /proc/cpuinfo where there is one (numba's target is the host's)
+    assert d["cpu"] and d["cpu"] == _cpu.model_name()
+    assert d["cpu target"].startswith(_cpu.target().name)
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpuinfo = f.read().splitlines()
+    except OSError:
+        cpuinfo = []
+    model = [l.split(":", 1)[1].strip() for l in cpuinfo if l.startswith("model name")]
+    flags = next((set(l.split(":", 1)[1].split()) for l in cpuinfo if l.startswith("flags")),
+                 None)
+    if model:
+        assert d["cpu"] == model[0]
+    if flags is not None:
+        units = d["vector units"]
+        for flag, label in (("avx2", "AVX2"), ("fma", "FMA"), ("avx512f", "AVX-512F")):
+            assert (label in units.split(", ")) == (flag in flags), (flag, units)
+        bits = "512" if "avx512f" in flags else "256" if "avx" in flags else "128"
+        assert d["vector width"].startswith(f"{bits}-bit"), d["vector width"]
 
 
 def test_console_script_entry_point():
@@ -302,3 +426,60 @@ def test_sweep_local_dask_cluster(tmp_path):
     want = sweep(models.Gaussian, {"scale": [1, 4]}, fixed={"n": 8}, samples=3000,
                  progress=False)
     pd.testing.assert_frame_equal(read_table(str(tmp_path / "d.csv")), want, check_exact=True)
+
+
+# --------------------------------------------------------------------------
+# the command line's manners: folders, flags, lock file, closed pipes
+
+def test_out_and_plot_make_their_folders(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["sweep", "-m", "gaussian", "-g", "scale=1,2", "-s", "n=4", "--samples",
+                     "200", "-o", "a/b/s.csv", "--plot", "c/s.png", "-q"]) == 0, \
+        capsys.readouterr().err
+    assert len(read_table("a/b/s.csv")) == 2
+    assert (tmp_path / "c" / "s.png").read_bytes()[:4] == b"\x89PNG"
+    # the lock file stays beside the table, empty and free, as documented
+    lock = tmp_path / "a" / "b" / ".s.csv.lock"
+    assert sorted(os.listdir(tmp_path / "a" / "b")) == [".s.csv.lock", "s.csv"]
+    assert lock.stat().st_size == 0
+    import filelock
+    with filelock.FileLock(str(lock), timeout=0):
+        pass
+    assert ".<name>.lock" in fs.sweeps.__doc__ and "stays" in fs.sweeps.__doc__
+
+
+def test_messages_name_flags(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = ["sweep", "-m", "gaussian", "-g", "scale=1,49", "-s", "n=8", "--samples", "100",
+            "-o", "t.csv", "-q"]
+    assert cli.main([*base, "--theory"]) == 0
+    capsys.readouterr()
+    assert cli.main(base) == 2                                 # exists, no --resume
+    err = capsys.readouterr().err
+    assert "pass --resume to continue" in err and "resume=" not in err, err
+    assert cli.main([*base, "--resume"]) == 2                  # written with --theory
+    err = capsys.readouterr().err
+    assert "with --theory" in err and "theory=" not in err, err
+    # the one table, on its own
+    assert cli.to_flags("pass nan_policy='omit' or nan_policy=\"raise\"") == \
+        "pass --nan-policy omit or --nan-policy raise"
+    assert cli.to_flags("backend='cuda' is not usable: no driver") == \
+        "--backend cuda is not usable: no driver"
+    assert cli.to_flags("progress=True needs tqdm (or pass progress=False)").endswith(
+        "(or pass --quiet)")
+    assert cli.to_flags("seed must lie in [0, 2**64)") == "--seed must lie in [0, 2**64)"
+    assert cli.to_flags("out of range; timeout=5 without=3") == \
+        "out of range; timeout=5 without=3"                    # words, not arguments
+
+
+def test_closed_stdout_exits_1_quietly():
+    """``fastsoftmax ... | head``: click turns the broken pipe into status 1
+    and silences the final flush: no traceback, no 'Exception ignored'."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "fastsoftmax", "--version"], stdout=w,
+                           stderr=subprocess.PIPE, text=True, env=subprocess_env(), timeout=120)
+    finally:
+        os.close(w)
+    assert p.returncode == 1 and p.stderr == "", (p.returncode, p.stderr)

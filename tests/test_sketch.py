@@ -129,7 +129,7 @@ def test_bucket_representatives_within_the_stated_error():
     # the DDSketch representative (2 gamma/(1 + gamma) times the lower edge)
     # is at most log10((1 + gamma)/2), just over W/2, from the values of its
     # bucket in log10 (plus rounding at the edges)
-    bound = math.log10((1 + _config.SKETCH_GAMMA) / 2) + 1e-6
+    bound = math.log10((1 + _sketch.MAPPING.gamma) / 2) + 1e-6
     assert np.all(np.abs(rep[a] - L[a]) <= bound) and bound < 0.005
     # value space: within alpha (< 1%) where the value is a normal float
     va = a & (L > -307)

@@ -14,8 +14,8 @@ import pytest
 
 import fastsoftmax as fs
 from fastsoftmax import models
-from fastsoftmax.sweep import Plan, SweepLocked, read_table, stat_columns, sweep
-from fastsoftmax.sweep._table import Lock as _Lock
+from fastsoftmax.sweeps import Plan, SweepLocked, read_table, stat_columns, sweep
+from fastsoftmax.sweeps._table import Lock as _Lock
 
 from conftest import subprocess_env
 
@@ -268,7 +268,7 @@ def test_lock_refuses_a_second_writer(tmp_path):
 CHILD = textwrap.dedent("""
     import sys
     import fastsoftmax as fs
-    from fastsoftmax.sweep import sweep
+    from fastsoftmax.sweeps import sweep
     sweep(fs.models.Gaussian, {"scale": [float(s) for s in range(1, 11)]}, fixed={"n": 64},
           samples=int(sys.argv[2]), seed=11, out=sys.argv[1], progress=False)
 """)
@@ -331,7 +331,7 @@ def test_dask_client_is_passed_through(monkeypatch):
 # theory=True: the laws' prediction columns
 
 def test_theory_columns_beside_the_measurements(tmp_path):
-    from fastsoftmax.sweep import theory_columns
+    from fastsoftmax.sweeps import theory_columns
     df = sweep(models.Gaussian, {"n": [2, 64]}, fixed={"scale": 49.0}, samples=20_000, seed=2,
                progress=False, theory=True, dtype="float64")
     cols = theory_columns(fs._config.DEFAULT_THRESHOLDS)

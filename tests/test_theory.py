@@ -4,9 +4,13 @@ law against ``simulate`` (inside its domain within 4 binomial standard
 errors; outside it, the measured departure and its direction), the REM
 asymptotics, bad arguments, doctests."""
 import doctest
+import importlib
 import math
+import os
+import re
 import subprocess
 import sys
+import warnings
 
 import mpmath
 import numpy as np
@@ -17,7 +21,7 @@ import fastsoftmax as fs
 from conftest import subprocess_env
 from fastsoftmax import theory
 from fastsoftmax.models import DotProduct, Gaussian, Shifted
-from fastsoftmax.theory import Law
+from fastsoftmax.theory import Law, _deprecation, _extremes, _rem, _two
 
 THR = (1e-3, 1e-6, 1e-9)
 
@@ -75,20 +79,20 @@ def mp_gap_cdf(g, n, dps=50):
 @pytest.mark.parametrize("n", [2, 3, 64, 1024, 65536])
 def test_gap_sf_matches_mpmath(n):
     g = np.array([0.05, 0.3, 1.0, 3.0, 8.0, 20.0])
-    ours = theory.gap_sf(g, n)
+    ours = Law.gaussian(n).gap.sf(g)
     ref = np.array([float(mp_gap_sf(x, n)) for x in g])
     assert ref[-1] < 1e-40   # the tails are part of the check
     np.testing.assert_allclose(ours, ref, rtol=1e-12)
     # P(G > 0) = 1, and sf + cdf = 1 in the body
-    assert theory.gap_sf(0.0, n) == 1.0
-    np.testing.assert_allclose(theory.gap_cdf(g[:3], n) + ours[:3], 1.0, rtol=1e-14)
+    assert Law.gaussian(n).gap.sf(0.0) == 1.0
+    np.testing.assert_allclose(Law.gaussian(n).gap.cdf(g[:3]) + ours[:3], 1.0, rtol=1e-14)
 
 
 @pytest.mark.parametrize("n", [2, 64, 65536])
 def test_gap_lower_tail_keeps_relative_accuracy(n):
     g = np.array([1e-9, 1e-4, 0.05])
     ref = np.array([float(mp_gap_cdf(x, n)) for x in g])
-    np.testing.assert_allclose(theory.gap_cdf(g, n), ref, rtol=1e-11)
+    np.testing.assert_allclose(Law.gaussian(n).gap.cdf(g), ref, rtol=1e-11)
 
 
 def test_gap_n2_closed_form():
@@ -97,26 +101,26 @@ def test_gap_n2_closed_form():
     with mpmath.workdps(30):
         sf = np.array([float(mpmath.erfc(mpmath.mpf(x) / 2)) for x in g])
         cdf = np.array([float(mpmath.erf(mpmath.mpf(x) / 2)) for x in g])
-    np.testing.assert_allclose(theory.gap_sf(g, 2), sf, rtol=1e-13)
-    np.testing.assert_allclose(theory.gap_cdf(g, 2), cdf, rtol=1e-13)
+    np.testing.assert_allclose(Law.gaussian(2).gap.sf(g), sf, rtol=1e-13)
+    np.testing.assert_allclose(Law.gaussian(2).gap.cdf(g), cdf, rtol=1e-13)
     q = np.array([1e-10, 0.1, 0.5, 0.9, 1 - 1e-12])
-    np.testing.assert_allclose(theory.gap_quantile(q, 2), 2 * special.erfinv(q), rtol=1e-11)
+    np.testing.assert_allclose(Law.gaussian(2).gap.ppf(q), 2 * special.erfinv(q), rtol=1e-11)
 
 
 def test_gap_quantile_inverts_the_cdf():
     q = np.array([1e-8, 0.01, 0.3, 0.5, 0.7, 0.99, 1 - 1e-9])
     for n in (3, 64, 16384):
-        g = theory.gap_quantile(q, n)
+        g = Law.gaussian(n).gap.ppf(q)
         low = q <= 0.5
-        np.testing.assert_allclose(theory.gap_cdf(g[low], n), q[low], rtol=1e-11)
-        np.testing.assert_allclose(theory.gap_sf(g[~low], n), 1 - q[~low], rtol=1e-10)
-    assert theory.gap_quantile(0.0, 64) == 0.0 and theory.gap_quantile(1.0, 64) == np.inf
+        np.testing.assert_allclose(Law.gaussian(n).gap.cdf(g[low]), q[low], rtol=1e-11)
+        np.testing.assert_allclose(Law.gaussian(n).gap.sf(g[~low]), 1 - q[~low], rtol=1e-10)
+    assert Law.gaussian(64).gap.ppf(0.0) == 0.0 and Law.gaussian(64).gap.ppf(1.0) == np.inf
 
 
 def test_issue_anchor_median_gap():
     """The issue: median(G_1) = 0.2821 for n = 64 by quadrature."""
-    assert round(float(theory.gap_median(64)), 4) == 0.2821
-    assert theory.gap_median(1) == np.inf      # one logit: no second one
+    assert round(float(Law.gaussian(64).gap.median()), 4) == 0.2821
+    assert Law.gaussian(1).gap.median() == np.inf      # one logit: no second one
 
 
 def mp_dot_sf(g, d, b, dps=30):
@@ -144,7 +148,7 @@ def test_dotproduct_mixture_matches_mpmath(d_k, scaled):
     g = typical * np.array([0.1, 1.0, 5.0, 12.0])
     ref = np.array([float(mp_dot_sf(x, d_k, b)) for x in g])
     assert ref.min() > 1e-25
-    np.testing.assert_allclose(law.gap_sf(g), ref, rtol=1e-10)
+    np.testing.assert_allclose(law.gap.sf(g), ref, rtol=1e-10)
 
 
 def test_dotproduct_d1_matches_product_of_normals():
@@ -154,14 +158,14 @@ def test_dotproduct_d1_matches_product_of_normals():
         for g in (0.1, 1.0, 5.0):
             ref = mpmath.quad(lambda z: 2 * mpmath.npdf(z) * mpmath.erfc(g / (2 * z)),
                               [0, 1e-4, 1e-3, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 40])
-            assert float(Law.dot_product(2, 1, False).gap_sf(g)) == pytest.approx(
+            assert float(Law.dot_product(2, 1, False).gap.sf(g)) == pytest.approx(
                 float(ref), rel=1e-12)
 
 
 def test_order1_law_matches_nested_quadrature():
     """The order-1 integral (module docstring) by scipy's adaptive quad."""
     n, sigma, t = 64, 12.0, 1e-3
-    gam = float(theory._two_logit("jac_diag_max")[2](t))
+    gam = float(_two._two_logit("jac_diag_max")[2](t))
 
     def lam(y):
         inner = integrate.quad(lambda u: math.log1p(math.exp(-sigma * u)) * stats.norm.pdf(y - u),
@@ -173,7 +177,7 @@ def test_order1_law_matches_nested_quadrature():
                 * stats.norm.sf(y + (gam + lam(y)) / sigma))
 
     ref = integrate.quad(f, -6, 6, points=[0, 1, 2, 3], limit=200, epsrel=1e-10)[0]
-    ours = float(Law.gaussian(n, sigma).fraction_below("jac_diag_max", t))
+    ours = float(Law.gaussian(n, sigma)["jac_diag_max"].cdf(t))
     assert ours == pytest.approx(ref, rel=1e-8)
 
 
@@ -196,14 +200,14 @@ def test_gap_law_against_numpy_sample(n, rows):
     gaps = numpy_gaps(n, rows, seed=20240 + n)
     # 1 - sf: the KS distance needs 1e-15 absolute accuracy, not the lower
     # tail's relative one
-    assert stats.kstest(gaps, lambda g: 1 - theory.gap_sf(g, n)).pvalue > 1e-4
+    assert stats.kstest(gaps, lambda g: 1 - Law.gaussian(n).gap.sf(g)).pvalue > 1e-4
     # the law's quantiles: counts below them are Binomial(rows, q)
     q = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
-    frac = (gaps[:, None] < theory.gap_quantile(q, n)).mean(axis=0)
+    frac = (gaps[:, None] < Law.gaussian(n).gap.ppf(q)).mean(axis=0)
     assert np.all(np.abs(frac - q) <= 4 * np.sqrt(q * (1 - q) / rows)), frac
     # power: the law of n/2 logits is rejected by the same sample
     if n > 2:
-        assert stats.kstest(gaps, lambda g: 1 - theory.gap_sf(g, n // 2)).pvalue < 1e-4
+        assert stats.kstest(gaps, lambda g: 1 - Law.gaussian(n // 2).gap.sf(g)).pvalue < 1e-4
 
 
 def test_issue_anchor_numpy_median():
@@ -212,7 +216,7 @@ def test_issue_anchor_numpy_median():
     gaps = numpy_gaps(64, 200_000, seed=7)
     lo, hi = np.quantile(gaps, [0.5 - 4 * math.sqrt(0.25 / 200_000),
                                 0.5 + 4 * math.sqrt(0.25 / 200_000)])
-    assert lo < theory.gap_median(64) < hi
+    assert lo < Law.gaussian(64).gap.median() < hi
 
 
 # ----------------------------------------------------------------------------
@@ -231,13 +235,13 @@ def test_n2_mean_matches_adaptive_quadrature():
     sd = math.sqrt(2) * sigma
     law = Law.gaussian(2, sigma)
     pq = old_style_mean(lambda d: special.expit(d) * special.expit(-d), sd)
-    assert float(law.mean("jac_diag_max")) == pytest.approx(pq, rel=1e-12)
-    assert float(law.mean("max_prob")) == pytest.approx(
+    assert float(law["jac_diag_max"].mean()) == pytest.approx(pq, rel=1e-12)
+    assert float(law["max_prob"].mean()) == pytest.approx(
         old_style_mean(lambda d: special.expit(abs(d)), sd), rel=1e-12)
-    assert float(law.mean("jac_fro")) == pytest.approx(2 * pq, rel=1e-12)
+    assert float(law["jac_fro"].mean()) == pytest.approx(2 * pq, rel=1e-12)
     # a uniform label: E[1 - p_y] = 1/2, |p - e_y| = sqrt(2) (1 - p_y)
-    assert float(law.mean("ce_grad_target", "random")) == pytest.approx(0.5, rel=1e-13)
-    assert float(law.mean("ce_grad_norm", "random")) == pytest.approx(math.sqrt(0.5), rel=1e-13)
+    assert float(law["ce_grad_target", "random"].mean()) == pytest.approx(0.5, rel=1e-13)
+    assert float(law["ce_grad_norm", "random"].mean()) == pytest.approx(math.sqrt(0.5), rel=1e-13)
 
 
 @pytest.mark.parametrize("sigma", [0.3, 2.0, 15.0])
@@ -250,9 +254,9 @@ def test_n2_laws_against_simulate(sigma, target):
     checked = 0
     for name in fs.OBS_NAMES:
         st = s[name]
-        assert abs(st.mean - float(law.mean(name, target))) <= 4 * st.sem, name
+        assert abs(st.mean - float(law[name, target].mean())) <= 4 * st.sem, name
         for t in thr:
-            p = float(law.fraction_below(name, t, target))
+            p = float(law[name, target].cdf(t))
             if 0.01 < p < 0.99:
                 checked += 1
                 assert abs(st.fraction_below(t) - p) <= 4 * binom_se(p, rows), (name, t)
@@ -265,8 +269,8 @@ def test_n2_dotproduct_laws_against_simulate(d_k, scaled):
     s = sim(DotProduct(n=2, d_k=d_k, scaled=scaled), rows, seed=2, thresholds=(0.01, 0.1))
     law = Law.dot_product(2, d_k, scaled)
     for name in ("jac_diag_max", "max_prob", "entropy", "ce_loss"):
-        assert abs(s[name].mean - float(law.mean(name))) <= 4 * s[name].sem, name
-        p = float(law.fraction_below(name, 0.1))
+        assert abs(s[name].mean - float(law[name].mean())) <= 4 * s[name].sem, name
+        p = float(law[name].cdf(0.1))
         assert abs(s[name].fraction_below(0.1) - p) <= 4 * binom_se(p, rows), name
 
 
@@ -276,7 +280,7 @@ def test_n2_median_against_simulate():
     law = Law.gaussian(2, 3.0)
     for name in ("jac_diag_max", "max_prob", "entropy"):
         # the order-statistic band of the median, in value
-        lo, hi = (law.quantile(name, 0.5 + k * 4 * math.sqrt(0.25 / 40_000)) for k in (-1, 1))
+        lo, hi = (law[name].ppf(0.5 + k * 4 * math.sqrt(0.25 / 40_000)) for k in (-1, 1))
         lo, hi = min(lo, hi), max(lo, hi)
         assert 0.99 * lo <= s[name].quantile(0.5) <= 1.01 * hi, name
 
@@ -295,11 +299,11 @@ def test_saturation_law_in_its_domain(n, sigma, rows):
     assert theory.freezing_scale(n) / sigma <= 0.125
     for name in theory.SATURATING:
         for t in THR:
-            p = float(law.fraction_below(name, t))
+            p = float(law[name].cdf(t))
             assert 0.05 < p < 0.95
             mc = s[name].fraction_below(t)
             assert abs(mc - p) <= 4 * binom_se(p, rows), (name, t, mc, p)
-            lo, hi = law.fraction_bounds(name, t)
+            lo, hi = law[name].bounds(t)
             assert lo - 4 * binom_se(p, rows) <= mc <= hi + 4 * binom_se(p, rows)
 
 
@@ -308,18 +312,18 @@ def test_saturation_quantiles():
     n, sigma, rows = 64, 49.0, 200_000
     law = Law.gaussian(n, sigma)
     q = np.array([0.2, 0.5, 0.7])
-    t = law.quantile("jac_diag_max", q)
-    np.testing.assert_allclose(law.fraction_below("jac_diag_max", t), q, atol=1e-10)
-    t0 = law.quantile("jac_diag_max", q, order=0)
-    np.testing.assert_allclose(law.fraction_below("jac_diag_max", t0, order=0), q, atol=1e-10)
+    t = law["jac_diag_max"].ppf(q)
+    np.testing.assert_allclose(law["jac_diag_max"].cdf(t), q, atol=1e-10)
+    t0 = law.observable("jac_diag_max", order=0).ppf(q)
+    np.testing.assert_allclose(law.observable("jac_diag_max", order=0).cdf(t0), q, atol=1e-10)
     s = sim(Gaussian(n=n, scale=sigma), rows, seed=16)
     d = 4 * math.sqrt(0.25 / rows)
-    lo, hi = law.quantile("jac_diag_max", [0.5 - d, 0.5 + d])
+    lo, hi = law["jac_diag_max"].ppf([0.5 - d, 0.5 + d])
     assert 0.99 * lo <= s["jac_diag_max"].quantile(0.5) <= 1.01 * hi
     # n = 2, target "random": a two-branch mixture, solved numerically
     two = Law.gaussian(2, 3.0)
-    tq = two.quantile("ce_loss", 0.75, target="random")
-    assert float(two.fraction_below("ce_loss", tq, target="random")) == pytest.approx(0.75)
+    tq = two["ce_loss", "random"].ppf(0.75)
+    assert float(two["ce_loss", "random"].cdf(tq)) == pytest.approx(0.75)
 
 
 def test_saturation_law_detects_a_wrong_n():
@@ -327,7 +331,7 @@ def test_saturation_law_detects_a_wrong_n():
     n, sigma, rows = IN_DOMAIN[0]
     mc = sim(Gaussian(n=n, scale=sigma), rows, seed=5)["jac_diag_max"].fraction_below(1e-6)
     for wrong in (48, 96):
-        p = float(Law.gaussian(wrong, sigma).fraction_below("jac_diag_max", 1e-6))
+        p = float(Law.gaussian(wrong, sigma)["jac_diag_max"].cdf(1e-6))
         assert abs(mc - p) > 8 * binom_se(p, rows), wrong
 
 
@@ -337,8 +341,8 @@ def test_saturation_law_random_target():
     s = sim(Gaussian(n=n, scale=sigma), rows, seed=6, target="random")
     law = Law.gaussian(n, sigma)
     for name in ("ce_grad_target", "ce_grad_norm", "ce_loss"):
-        p = float(law.fraction_below(name, 1e-3, target="random"))
-        assert p == pytest.approx(float(law.fraction_below(name, 1e-3)) / n, rel=1e-12)
+        p = float(law[name, "random"].cdf(1e-3))
+        assert p == pytest.approx(float(law[name].cdf(1e-3)) / n, rel=1e-12)
         assert abs(s[name].fraction_below(1e-3) - p) <= 4 * binom_se(p, rows), name
 
 
@@ -350,14 +354,14 @@ def test_saturation_law_dotproduct_unscaled():
         law = theory.law(DotProduct(n=64, d_k=d_k, scaled=False))
         for name in ("jac_diag_max", "jac_fro", "ce_grad_norm"):
             for t in THR:
-                p = float(law.fraction_below(name, t))
+                p = float(law[name].cdf(t))
                 assert 0.05 < p < 0.95
                 assert abs(s[name].fraction_below(t) - p) <= 4 * binom_se(p, rows), (d_k, name, t)
 
 
 def test_saturation_law_dotproduct_scaled_never_saturates():
     s = sim(DotProduct(n=64, d_k=4096, scaled=True), 20_000, seed=9)
-    p = float(Law.dot_product(64, 4096, True).fraction_below("jac_diag_max", 1e-3))
+    p = float(Law.dot_product(64, 4096, True)["jac_diag_max"].cdf(1e-3))
     assert p < 1e-12 and s["jac_diag_max"].fraction_below(1e-3) == 0.0
 
 
@@ -372,8 +376,8 @@ def test_two_logit_law_departure_near_the_domain_edge(n, sigma, rows):
     bound = 1 - np.sinc(m)
     for name in ("jac_diag_max", "one_minus_max_prob"):
         mc = s[name].fraction_below(1e-3)
-        p0 = float(law.fraction_below(name, 1e-3, order=0))
-        p1 = float(law.fraction_below(name, 1e-3))
+        p0 = float(law.observable(name, order=0).cdf(1e-3))
+        p1 = float(law[name].cdf(1e-3))
         se = binom_se(mc, rows)
         assert p0 - mc > 4 * se, "the departure of order 0 is measured"
         assert p0 - mc <= bound * p0 + 4 * se
@@ -389,9 +393,9 @@ def test_saturation_law_outside_its_domain(n, sigma, rows):
     law = Law.gaussian(n, sigma)
     mc = s["jac_diag_max"].fraction_below(1e-3)
     se = binom_se(mc, rows)
-    p0 = float(law.fraction_below("jac_diag_max", 1e-3, order=0))
-    p1 = float(law.fraction_below("jac_diag_max", 1e-3))
-    lo, hi = law.fraction_bounds("jac_diag_max", 1e-3)
+    p0 = float(law.observable("jac_diag_max", order=0).cdf(1e-3))
+    p1 = float(law["jac_diag_max"].cdf(1e-3))
+    lo, hi = law["jac_diag_max"].bounds(1e-3)
     assert p1 < mc - 4 * se and mc + 4 * se < p0
     assert 0.05 < (mc - p1) / mc < 0.25
     assert 0.2 < (p0 - mc) / p0 < 1 - np.sinc(float(theory.freezing_scale(n)) / sigma)
@@ -405,8 +409,8 @@ def test_saturation_law_outside_its_domain(n, sigma, rows):
 def test_critical_scale_issue_anchor():
     """sigma*(1e-6) = ln(1/t)/median(G_1) = 49.0 at leading order (n = 64)."""
     s0 = float(theory.critical_scale(1e-6, 64, order=0))
-    gam = float(theory._two_logit("jac_diag_max")[2](1e-6))
-    assert s0 == pytest.approx(gam / float(theory.gap_median(64)), rel=1e-12)
+    gam = float(_two._two_logit("jac_diag_max")[2](1e-6))
+    assert s0 == pytest.approx(gam / float(Law.gaussian(64).gap.median()), rel=1e-12)
     assert round(s0, 1) == 49.0
     assert gam == pytest.approx(math.log(1e6), abs=3e-6)
     s1 = float(theory.critical_scale(1e-6, 64))
@@ -422,7 +426,7 @@ def test_critical_scale_against_simulate():
         assert abs(mc - 0.5) <= 4 * binom_se(0.5, rows if n == 64 else 20_000), n
     s = theory.critical_scale([1e-3, 1e-6], [[64], [1024]], fraction=0.3)
     assert s.shape == (2, 2)
-    assert float(Law.gaussian(1024, s[1, 1]).fraction_below("jac_diag_max", 1e-6)) == \
+    assert float(Law.gaussian(1024, s[1, 1])["jac_diag_max"].cdf(1e-6)) == \
         pytest.approx(0.3, abs=1e-9)
 
 
@@ -450,8 +454,8 @@ def test_rem_entropy_diffuse_phase():
     method; without it the departure is measured."""
     rows = 20_000
     st = sim(Gaussian(n=1024, scale=1.0), rows, seed=14)["entropy"]
-    with_c = float(theory.rem_entropy(1024, 1.0))
-    bare = float(theory.rem_entropy(1024, 1.0, correction=False))
+    with_c = float(Law.gaussian(1024, 1.0).rem["entropy"].mean())
+    bare = float(Law.gaussian(1024, 1.0).rem.observable("entropy", correction=False).mean())
     assert bare == pytest.approx(math.log(1024) - 0.5, rel=1e-15)
     assert abs(st.mean - with_c) <= 4 * st.sem + 3e-3
     assert st.mean - bare > 4 * st.sem
@@ -462,9 +466,10 @@ def test_rem_frozen_phase_against_simulate():
     rows = 4_000
     s = sim(Gaussian(n=16384, scale=18.0), rows, seed=15, thresholds=(0.5,))
     h, p = s["entropy"], s["max_prob"]
-    assert abs(h.mean - float(theory.rem_entropy(16384, 18.0))) <= 0.07 * h.mean + 4 * h.sem
-    assert abs(p.mean - float(theory.rem_max_prob(16384, 18.0))) <= 0.015 * p.mean + 4 * p.sem
-    sf = float(theory.rem_max_prob_sf(0.5, 16384, 18.0))
+    rem = Law.gaussian(16384, 18.0).rem
+    assert abs(h.mean - float(rem["entropy"].mean())) <= 0.07 * h.mean + 4 * h.sem
+    assert abs(p.mean - float(rem["max_prob"].mean())) <= 0.015 * p.mean + 4 * p.sem
+    sf = float(rem["max_prob"].sf(0.5))
     assert abs((1 - s["max_prob"].fraction_below(0.5)) - sf) <= 0.01 + 4 * binom_se(sf, rows)
 
 
@@ -482,13 +487,13 @@ def test_poisson_dirichlet_formulas_against_numpy(m):
     scale = b_n(n) / m
     ent = -(p * np.log(p)).sum(axis=1)
     top = p[:, 0]
-    assert abs(ent.mean() - float(theory.rem_entropy(n, scale))) <= \
+    assert abs(ent.mean() - float(Law.gaussian(n, scale).rem["entropy"].mean())) <= \
         4 * ent.std() / math.sqrt(rows) + 0.01
-    assert abs(top.mean() - float(theory.rem_max_prob(n, scale))) <= \
+    assert abs(top.mean() - float(Law.gaussian(n, scale).rem["max_prob"].mean())) <= \
         4 * top.std() / math.sqrt(rows) + 1e-3
     assert abs((p ** 2).sum(axis=1).mean() - (1 - m)) <= 0.02     # E sum p^2 = 1 - m
     for v in (0.5, 0.8, 0.99):
-        sf = float(theory.rem_max_prob_sf(v, n, scale))
+        sf = float(Law.gaussian(n, scale).rem["max_prob"].sf(v))
         assert abs((top > v).mean() - sf) <= 4 * binom_se(sf, rows) + 1e-3, v
 
 
@@ -496,10 +501,10 @@ def test_expected_max_stated_accuracy():
     for n, err in ((64, 0.056), (1024, 0.019), (16384, 0.009)):
         exact = integrate.quad(lambda x: x * n * stats.norm.pdf(x) * stats.norm.cdf(x) ** (n - 1),
                                -12, 12, points=[0, 2, 4], limit=400)[0]
-        approx = float(theory.expected_max(n))
+        approx = float(Law.gaussian(n).rem.expected_max())
         assert 0 < approx / exact - 1 < err, n
-    assert float(theory.expected_max(16384, 3.0)) == pytest.approx(
-        3 * float(theory.expected_max(16384)), rel=1e-15)
+    assert float(Law.gaussian(16384, 3.0).rem.expected_max()) == pytest.approx(
+        3 * float(Law.gaussian(16384).rem.expected_max()), rel=1e-15)
 
 
 # ----------------------------------------------------------------------------
@@ -511,37 +516,36 @@ def test_law_of_models():
     b = theory.law(Shifted(n=64, offset=1e6, spread=20.0))
     c = Law.gaussian(64, 20.0)
     for law in (a, b):
-        assert float(law.fraction_below("jac_fro", 1e-6)) == float(c.fraction_below("jac_fro",
-                                                                                    1e-6))
+        assert float(law["jac_fro"].cdf(1e-6)) == float(c["jac_fro"].cdf(1e-6))
     e = theory.law(DotProduct(n=64, d_k=256, scaled=False, method="explicit", temperature=4.0))
     f = Law.dot_product(64, 256, False, 4.0)
-    g = 4 * float(theory.gap_median(64))
-    assert float(e.gap_sf(g)) == float(f.gap_sf(g))
+    g = 4 * float(Law.gaussian(64).gap.median())
+    assert float(e.gap.sf(g)) == float(f.gap.sf(g))
     # T = 4 at d_k = 256 unscaled: scale sqrt(chi2(256)) / 4 ~ 4 (not 16, not 1)
-    assert abs(float(e.gap_sf(g)) - 0.5) < 0.05
+    assert abs(float(e.gap.sf(g)) - 0.5) < 0.05
 
 
 def test_broadcasting():
     law = Law.gaussian([[64], [1024]], [10.0, 50.0])
     t = np.array([1e-3, 1e-6])[:, None, None]
-    out = law.fraction_below("jac_diag_max", t)
+    out = law["jac_diag_max"].cdf(t)
     assert out.shape == (2, 2, 2)
     for i, tt in enumerate((1e-3, 1e-6)):
         for j, n in enumerate((64, 1024)):
             for k, sg in enumerate((10.0, 50.0)):
                 assert out[i, j, k] == pytest.approx(
-                    float(Law.gaussian(n, sg).fraction_below("jac_diag_max", tt)), rel=1e-12)
+                    float(Law.gaussian(n, sg)["jac_diag_max"].cdf(tt)), rel=1e-12)
     d = Law.dot_product(64, [16, 256], scaled=[[False], [True]])
-    assert d.gap_sf(1.0).shape == (2, 2)
-    assert theory.gap_sf(np.zeros((3, 1)), [2, 3]).shape == (3, 2)
+    assert d.gap.sf(1.0).shape == (2, 2)
+    assert Law.gaussian([2, 3]).gap.sf(np.zeros((3, 1))).shape == (3, 2)
 
 
 def test_degenerate_cases():
-    assert float(Law.gaussian(1, 5.0).fraction_below("jac_diag_max", 1e-9)) == 1.0
-    assert float(Law.gaussian(1, 5.0).mean("max_prob")) == 1.0
-    assert float(Law.gaussian(64, 0.0).gap_sf(0.0)) == 0.0     # all logits equal
-    assert float(Law.gaussian(64, 0.0).fraction_below("jac_diag_max", 1e-6)) == 0.0
-    assert float(Law.gaussian(64, 0.0).gap_median()) == 0.0
+    assert float(Law.gaussian(1, 5.0)["jac_diag_max"].cdf(1e-9)) == 1.0
+    assert float(Law.gaussian(1, 5.0)["max_prob"].mean()) == 1.0
+    assert float(Law.gaussian(64, 0.0).gap.sf(0.0)) == 0.0     # all logits equal
+    assert float(Law.gaussian(64, 0.0)["jac_diag_max"].cdf(1e-6)) == 0.0
+    assert float(Law.gaussian(64, 0.0).gap.median()) == 0.0
     assert float(theory.critical_scale(1e-6, 1)) == 0.0
 
 
@@ -550,33 +554,33 @@ def test_degenerate_cases():
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: theory.gap_sf(1.0, 0), "^n must"),
-    (lambda: theory.gap_sf(1.0, 2.5), "^n must"),
-    (lambda: theory.gap_sf(float("nan"), 2), "^g must"),
+    (lambda: Law.gaussian(0).gap.sf(1.0), "^n must"),
+    (lambda: Law.gaussian(2.5).gap.sf(1.0), "^n must"),
+    (lambda: Law.gaussian(2).gap.sf(float("nan")), "^g must"),
     (lambda: Law.gaussian(64, -1.0), "^scale must"),
     (lambda: Law.dot_product(64, 0), "^d_k must"),
     (lambda: Law.dot_product(64, 16, temperature=0.0), "^temperature must"),
     (lambda: Law.dot_product(64, 16, scaled="yes"), "^scaled must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 0.0), "^t must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1.5), "^t must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag", 1e-3), "^obs must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1e-3, "sampled"),
+    (lambda: Law.gaussian(64, 1.0)["jac_diag_max"].cdf(0.0), "^t must"),
+    (lambda: Law.gaussian(64, 1.0)["jac_diag_max"].cdf(1.5), "^t must"),
+    (lambda: Law.gaussian(64, 1.0)["jac_diag"].cdf(1e-3), "^obs must"),
+    (lambda: Law.gaussian(64, 1.0)["jac_diag_max", "sampled"].cdf(1e-3),
      "^target must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("jac_diag_max", 1e-3, order=2), "^order must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("entropy", 0.5), "no saturation law"),
-    (lambda: Law.gaussian(64, 1.0).fraction_below("ce_grad_target", 0.7, "random"), "^t must"),
-    (lambda: Law.gaussian(64, 1.0).mean("max_prob"), "n <= 2"),
-    (lambda: Law.gaussian(64, 1.0).quantile("max_prob", 0.5), "no saturation law"),
-    (lambda: Law.gaussian(64, 1.0).gap_quantile(1.5), "^q must"),
-    (lambda: Law.gaussian(64, 1.0).fraction_bounds("entropy", 1e-3), "^obs must"),
+    (lambda: Law.gaussian(64, 1.0).observable("jac_diag_max", order=2).cdf(1e-3), "^order must"),
+    (lambda: Law.gaussian(64, 1.0)["entropy"].cdf(0.5), "no saturation law"),
+    (lambda: Law.gaussian(64, 1.0)["ce_grad_target", "random"].cdf(0.7), "^t must"),
+    (lambda: Law.gaussian(64, 1.0)["max_prob"].mean(), "n <= 2"),
+    (lambda: Law.gaussian(64, 1.0)["max_prob"].ppf(0.5), "no saturation law"),
+    (lambda: Law.gaussian(64, 1.0).gap.ppf(1.5), "^q must"),
+    (lambda: Law.gaussian(64, 1.0)["entropy"].bounds(1e-3), "^obs must"),
     (lambda: theory.critical_scale(1e-6, 64, fraction=1.0), "^fraction must"),
     (lambda: theory.critical_scale(1e-6, 64, obs="max_prob"), "^obs must"),
     (lambda: theory.law("gaussian"), "^model must"),
     (lambda: theory.law(object()), "^model must"),
-    (lambda: theory.rem_entropy(64, -1.0), "^scale must"),
+    (lambda: Law.gaussian(64, -1.0).rem["entropy"].mean(), "^scale must"),
     (lambda: theory.stated_accuracy("gap_sf", 64, 1.0), "^what must"),
     (lambda: theory.stated_accuracy("fraction_below", 64, 1.0, order=2), "^order must"),
-    (lambda: Law.gaussian(64, 1.0).rem_max_prob_sf(0.0), "^v must"),
+    (lambda: Law.gaussian(64, 1.0).rem["max_prob"].sf(0.0), "^v must"),
 ])
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
@@ -588,19 +592,23 @@ def test_bad_arguments(call, match):
 
 
 def test_law_rem_methods_are_the_mixtures():
-    """Gaussian laws give the module functions; dot-product laws their chi^2
-    mixture (checked by adaptive quadrature over c)."""
-    g = Law.gaussian([64, 16384], [8.0, 18.0])
-    np.testing.assert_array_equal(g.rem_entropy(), theory.rem_entropy([64, 16384], [8.0, 18.0]))
-    np.testing.assert_array_equal(g.rem_max_prob(), theory.rem_max_prob([64, 16384], [8.0, 18.0]))
-    np.testing.assert_array_equal(g.expected_max(), theory.expected_max([64, 16384], [8.0, 18.0]))
+    """Gaussian laws give the formulas of fastsoftmax.theory._rem at their
+    scale; dot-product laws their chi^2 mixture (checked by adaptive
+    quadrature over c)."""
+    n, s = np.array([64, 16384]), np.array([8.0, 18.0])
+    g = Law.gaussian(n, s)
+    np.testing.assert_array_equal(g.rem["entropy"].mean(), _rem._entropy(n, s))
+    np.testing.assert_array_equal(g.rem["max_prob"].mean(), _rem._max_prob_mean(n, s))
+    np.testing.assert_array_equal(g.rem.expected_max(), _extremes._expected_max(n, s))
     n, d_k = 1024, 64
     d = Law.dot_product(n, d_k, scaled=False)
-    for method, fn in ((d.rem_entropy, theory.rem_entropy), (d.rem_max_prob, theory.rem_max_prob),
-                       (d.expected_max, theory.expected_max)):
-        ref = integrate.quad(lambda c: stats.chi2.pdf(c, d_k) * float(fn(n, math.sqrt(c))),
+    for method in ((lambda L: L.rem["entropy"].mean()),
+                       (lambda L: L.rem["max_prob"].mean()),
+                       (lambda L: L.rem.expected_max())):
+        ref = integrate.quad(lambda c: stats.chi2.pdf(c, d_k)
+                             * float(method(Law.gaussian(n, math.sqrt(c)))),
                              0, 400, limit=400, points=[d_k], epsabs=1e-12)[0]
-        assert float(method()) == pytest.approx(ref, rel=2e-6), method
+        assert float(method(d)) == pytest.approx(ref, rel=2e-6), method
     np.testing.assert_array_equal(Law.dot_product(64, 4096, [False, True]).typical_scale(),
                                   [64.0, 1.0])
 
@@ -608,15 +616,15 @@ def test_law_rem_methods_are_the_mixtures():
 def test_rem_max_prob_median_closed_forms():
     """Frozen: 1 / (1 + (2 sinc m)^(-1/m)); diffuse: v0 (ln 2)^(-1/m)."""
     n = 16384
-    b = float(theory._b_n(np.float64(n)))
+    b = float(_extremes._b_n(np.float64(n)))
     m = b / 18.0
     want = 1.0 / (1.0 + (2.0 * np.sinc(m)) ** (-1.0 / m))
-    assert float(Law.gaussian(n, 18.0).rem_max_prob_median()) == pytest.approx(want, rel=1e-12)
+    assert float(Law.gaussian(n, 18.0).rem["max_prob"].median()) == pytest.approx(want, rel=1e-12)
     m = b / 1.0
     v0 = math.exp(b - 0.5 - math.log(n))
     want = v0 * math.log(2.0) ** (-1.0 / m)
-    assert float(Law.gaussian(n, 1.0).rem_max_prob_median()) == pytest.approx(want, rel=1e-12)
-    assert float(Law.gaussian(1, 3.0).rem_max_prob_median()) == 1.0
+    assert float(Law.gaussian(n, 1.0).rem["max_prob"].median()) == pytest.approx(want, rel=1e-12)
+    assert float(Law.gaussian(1, 3.0).rem["max_prob"].median()) == 1.0
 
 
 def test_stated_accuracy_steps():
@@ -646,7 +654,7 @@ def test_stated_entropy_accuracy_holds_at_its_edge():
     """At n = 64, sigma = 1 (c = 0.029) the diffuse entropy is 0.0032 off:
     inside the stated 5 c^2 = 0.0042."""
     s = sim(Gaussian(n=64, scale=1.0), 100_000, seed=8)["entropy"]
-    pred = float(theory.rem_entropy(64, 1.0))
+    pred = float(Law.gaussian(64, 1.0).rem["entropy"].mean())
     _, ab = theory.stated_accuracy("rem_entropy", 64, 1.0)
     assert abs(s.mean - pred) <= float(ab) + 4 * s.sem
 
@@ -656,17 +664,17 @@ def test_quantiles_and_critical_points_equal_plain_root_finding():
     mixture's gap median on its upper tail, d_k* from sigma*) find the roots
     an unbracketed Brent search finds."""
     g = Law.gaussian(64, 30.0)
-    t = float(g.median("jac_diag_max"))
-    ref = optimize.brentq(lambda x: float(g.fraction_below("jac_diag_max", math.exp(x))) - 0.5,
+    t = float(g["jac_diag_max"].median())
+    ref = optimize.brentq(lambda x: float(g["jac_diag_max"].cdf(math.exp(x))) - 0.5,
                           -40.0, -1.0, xtol=1e-13)
     assert t == pytest.approx(math.exp(ref), rel=1e-9)
     d = Law.dot_product(64, 1024, False)
-    gm = float(d.gap_median())
-    ref = optimize.brentq(lambda x: float(d.gap_sf(math.exp(x))) - 0.5, 0.0, 4.0, xtol=1e-13)
+    gm = float(d.gap.median())
+    ref = optimize.brentq(lambda x: float(d.gap.sf(math.exp(x))) - 0.5, 0.0, 4.0, xtol=1e-13)
     assert gm == pytest.approx(math.exp(ref), rel=1e-10)
-    assert float(d.gap_median()) == gm                       # cached: the same number
+    assert float(d.gap.median()) == gm                       # cached: the same number
     dk = float(theory.critical_d_k(1e-6, 64))
-    frac = float(Law.dot_product(64, dk, False).fraction_below("jac_diag_max", 1e-6))
+    frac = float(Law.dot_product(64, dk, False)["jac_diag_max"].cdf(1e-6))
     assert frac == pytest.approx(0.5, abs=1e-7)
 
 
@@ -689,6 +697,218 @@ def test_fastsoftmax_imports_without_scipy():
     assert "fastsoftmax[theory]" in out.stdout
 
 
+THEORY_MODULES = ["", "._accuracy", "._checks", "._compat", "._critical", "._deprecation",
+                  "._dist", "._extremes", "._gap", "._law", "._quad", "._rem", "._saturation",
+                  "._two"]
+
+
 def test_doctests():
-    res = doctest.testmod(theory, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert res.attempted > 20 and res.failed == 0
+    attempted = 0
+    for name in THEORY_MODULES:
+        mod = importlib.import_module("fastsoftmax.theory" + name)
+        res = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert res.failed == 0, name
+        attempted += res.attempted
+    assert attempted > 40
+
+
+def test_every_module_is_listed_and_short():
+    """One concern a module: each under about 800 lines, and the list above
+    (the doctests' and the package docstring's) complete."""
+    here = os.path.dirname(theory.__file__)
+    found = sorted(f[:-3] for f in os.listdir(here) if f.endswith(".py"))
+    assert found == sorted(["__init__"] + [m[1:] for m in THEORY_MODULES if m])
+    for f in found:
+        with open(os.path.join(here, f + ".py")) as fh:
+            assert len(fh.readlines()) <= 820, f
+
+
+# ----------------------------------------------------------------------------
+# one spelling: the verbs agree with each other and with scipy.stats; the
+# 0.2.0 spellings warn once and return the same numbers
+
+
+def test_gap_n2_is_scipy_halfnorm():
+    """n = 2 Gaussian logits of scale s: G = |x1 - x2| = |N(0, 2 s^2)|, i.e.
+    scipy.stats.halfnorm(scale=sqrt(2) s), in every verb."""
+    for s in (0.5, 3.0):
+        gap, ref = Law.gaussian(2, s).gap, stats.halfnorm(scale=math.sqrt(2) * s)
+        g = s * np.array([1e-6, 0.01, 0.5, 2.0, 6.0, 12.0])
+        np.testing.assert_allclose(gap.cdf(g), ref.cdf(g), rtol=1e-12)
+        np.testing.assert_allclose(gap.sf(g), ref.sf(g), rtol=1e-12)
+        # a log near 0 has the absolute accuracy of its tail (the body's 1e-15)
+        np.testing.assert_allclose(gap.logsf(g), ref.logsf(g), rtol=1e-12, atol=2e-15)
+        np.testing.assert_allclose(gap.logcdf(g), ref.logcdf(g), rtol=1e-12, atol=2e-15)
+        # scipy's ppf goes through (1 + q) / 2, which rounds the tails away
+        # (test_gap_n2_closed_form checks those against erfinv)
+        q = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
+        np.testing.assert_allclose(gap.ppf(q), ref.ppf(q), rtol=1e-10)
+        np.testing.assert_allclose(gap.isf(q), ref.isf(q), rtol=1e-10)
+        assert float(gap.median()) == pytest.approx(ref.median(), rel=1e-12)
+        # isf keeps a tail that ppf(1 - q) would round away
+        assert float(gap.isf(1e-30)) == pytest.approx(ref.isf(1e-30), rel=1e-10)
+
+
+def test_n2_observables_are_scipy_halfnorm():
+    """n = 2: 1 - max_prob = expit(-G) and max_prob = expit(G), G halfnorm:
+    P(1 - p1 <= t) = P(G >= ln((1-t)/t)), P(p1 <= v) = P(G <= ln(v/(1-v)))."""
+    law, ref = Law.gaussian(2, 2.0), stats.halfnorm(scale=math.sqrt(2) * 2.0)
+    t = np.array([1e-9, 1e-3, 0.1, 0.4])
+    np.testing.assert_allclose(law["one_minus_max_prob"].cdf(t), ref.sf(np.log((1 - t) / t)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(law["one_minus_max_prob"].sf(t), ref.cdf(np.log((1 - t) / t)),
+                               rtol=1e-12)
+    v = np.array([0.55, 0.9, 0.999])
+    np.testing.assert_allclose(law["max_prob"].cdf(v), ref.cdf(np.log(v / (1 - v))), rtol=1e-12)
+    q = np.array([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(law["max_prob"].ppf(q), special.expit(ref.ppf(q)), rtol=1e-10)
+
+
+SIBLINGS = [
+    (lambda: Law.gaussian(2, 3.0), "jac_diag_max", "argmax", 1),
+    (lambda: Law.gaussian(2, 3.0), "max_prob", "argmax", 1),
+    (lambda: Law.gaussian(2, 3.0), "ce_loss", "random", 1),
+    (lambda: Law.gaussian(64, 25.0), "jac_diag_max", "argmax", 0),
+    (lambda: Law.gaussian(64, 25.0), "jac_fro", "argmax", 1),
+    (lambda: Law.gaussian(64, 25.0), "ce_grad_target", "random", 1),
+    (lambda: Law.dot_product(64, 1024, False), "one_minus_max_prob", "argmax", 0),
+]
+
+
+@pytest.mark.parametrize("make,obs,target,order", SIBLINGS)
+def test_observable_verbs_agree(make, obs, target, order):
+    d = make().observable(obs, target, order)
+    t = np.array([1e-5, 1e-3, 1e-2]) if target == "argmax" else np.array([1e-4, 1e-3, 1e-2])
+    if obs == "max_prob":
+        t = np.array([0.6, 0.9, 0.999])
+    cdf, sf = d.cdf(t), d.sf(t)
+    np.testing.assert_allclose(cdf + sf, 1.0, rtol=1e-12)
+    np.testing.assert_allclose(d.logsf(t), np.log(sf), rtol=1e-12)
+    np.testing.assert_allclose(d.logcdf(t), np.log(cdf), rtol=1e-12)
+    np.testing.assert_allclose(d.ppf(cdf), t, rtol=1e-8)
+    np.testing.assert_allclose(d.isf(sf), t, rtol=1e-8)
+    # (NaN for a random label at n = 64: its law stops at 1/n of the rows)
+    np.testing.assert_array_equal(d.median(), d.ppf(0.5))
+
+
+def test_gap_verbs_agree():
+    for gap in (Law.gaussian([3, 64, 16384], 2.0).gap, Law.dot_product(64, 256, False).gap):
+        g = np.array([0.01, 0.3, 3.0])[:, None] if gap.law.n.ndim else np.array([0.01, 0.3, 3.0])
+        np.testing.assert_allclose(gap.cdf(g) + gap.sf(g), 1.0, rtol=1e-13)
+        np.testing.assert_allclose(gap.logsf(g), np.log(gap.sf(g)), rtol=1e-13)
+        np.testing.assert_allclose(gap.ppf(gap.cdf(g)), np.broadcast_to(g, gap.cdf(g).shape),
+                                   rtol=1e-9)
+        np.testing.assert_allclose(gap.isf(gap.sf(g)), np.broadcast_to(g, gap.sf(g).shape),
+                                   rtol=1e-9)
+    with pytest.raises(NotImplementedError, match="median"):
+        Law.gaussian(64).gap.mean()
+
+
+def test_rem_verbs_agree():
+    mp = Law.gaussian([1024, 16384], [15.0, 18.0]).rem["max_prob"]
+    v = np.array([0.6, 0.9])[:, None]
+    np.testing.assert_allclose(mp.cdf(v) + mp.sf(v), 1.0, rtol=1e-14)
+    q = np.array([0.2, 0.5])[:, None]
+    np.testing.assert_allclose(mp.sf(mp.isf(q)), np.broadcast_to(q, (2, 2)), rtol=1e-9)
+    np.testing.assert_allclose(mp.ppf(q), mp.isf(1 - q))
+    np.testing.assert_array_equal(mp.median(), mp.isf(0.5))
+    ent = Law.gaussian(1024, 1.0).rem["entropy"]
+    with pytest.raises(NotImplementedError, match="mean only"):
+        ent.sf(0.5)
+    with pytest.raises(ValueError, match="max_prob has none"):
+        Law.gaussian(1024, 1.0).rem.observable("max_prob", correction=False)
+    with pytest.raises(ValueError, match="^obs must be 'entropy' or 'max_prob'"):
+        Law.gaussian(1024, 1.0).rem["jac_diag_max"]
+
+
+def test_frozen_options_and_messages():
+    law = Law.gaussian(64, 25.0)
+    assert law["ce_loss", "random"].target == "random" and law["ce_loss"].order == 1
+    assert repr(law.observable("jac_fro", order=0)) == \
+        "Law.gaussian(n=64.0, scale=25.0).observable('jac_fro', target='argmax', order=0)"
+    assert repr(Law.dot_product(64, [16, 256]).gap).startswith("Law.dot_product(n=64.0, d_k=")
+    with pytest.raises(ValueError, match=r"law.rem\['entropy'\]"):
+        law["entropy"]
+    with pytest.raises(ValueError, match="^mean is exact for n <= 2"):
+        law["jac_diag_max"].mean()
+    assert law.gap is law.gap                      # one gap law: its quantiles are cached
+    # the order is chosen when the law is frozen, and changes the numbers
+    assert float(law.observable("jac_diag_max", order=0).cdf(1e-3)) > \
+        float(law["jac_diag_max"].cdf(1e-3))
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    """Each deprecated alias warns once per process: start from none warned."""
+    monkeypatch.setattr(_deprecation, "_WARNED", set())
+
+
+ALIASES = [
+    ("gap_sf", lambda: theory.gap_sf([0.1, 1.0], 64), lambda: Law.gaussian(64).gap.sf([0.1, 1.0])),
+    ("gap_cdf", lambda: theory.gap_cdf(0.1, 64), lambda: Law.gaussian(64).gap.cdf(0.1)),
+    ("gap_quantile", lambda: theory.gap_quantile(0.3, 64), lambda: Law.gaussian(64).gap.ppf(0.3)),
+    ("gap_median", lambda: theory.gap_median([2, 64]),
+     lambda: Law.gaussian([2, 64]).gap.median()),
+    ("rem_entropy", lambda: theory.rem_entropy(1024, 1.0, correction=False),
+     lambda: Law.gaussian(1024, 1.0).rem.observable("entropy", correction=False).mean()),
+    ("rem_max_prob", lambda: theory.rem_max_prob(1024, 15.0),
+     lambda: Law.gaussian(1024, 15.0).rem["max_prob"].mean()),
+    ("rem_max_prob_sf", lambda: theory.rem_max_prob_sf(0.5, 16384, 18.0),
+     lambda: Law.gaussian(16384, 18.0).rem["max_prob"].sf(0.5)),
+    ("expected_max", lambda: theory.expected_max(64, 2.0),
+     lambda: Law.gaussian(64, 2.0).rem.expected_max()),
+    ("Law.gap_sf", lambda: Law.gaussian(64, 3.0).gap_sf(1.0),
+     lambda: Law.gaussian(64, 3.0).gap.sf(1.0)),
+    ("Law.gap_cdf", lambda: Law.gaussian(64, 3.0).gap_cdf(1.0),
+     lambda: Law.gaussian(64, 3.0).gap.cdf(1.0)),
+    ("Law.gap_quantile", lambda: Law.gaussian(64, 3.0).gap_quantile(0.2),
+     lambda: Law.gaussian(64, 3.0).gap.ppf(0.2)),
+    ("Law.gap_median", lambda: Law.gaussian(64, 3.0).gap_median(),
+     lambda: Law.gaussian(64, 3.0).gap.median()),
+    ("Law.fraction_below", lambda: Law.gaussian(64, 25.0).fraction_below(
+        "ce_loss", 1e-3, "random", order=0),
+     lambda: Law.gaussian(64, 25.0).observable("ce_loss", "random", 0).cdf(1e-3)),
+    ("Law.fraction_bounds", lambda: Law.gaussian(64, 25.0).fraction_bounds("jac_fro", 1e-3),
+     lambda: Law.gaussian(64, 25.0)["jac_fro"].bounds(1e-3)),
+    ("Law.mean", lambda: Law.gaussian(2, 1.0).mean("ce_loss", "random"),
+     lambda: Law.gaussian(2, 1.0)["ce_loss", "random"].mean()),
+    ("Law.quantile", lambda: Law.gaussian(64, 25.0).quantile("jac_diag_max", 0.3, order=0),
+     lambda: Law.gaussian(64, 25.0).observable("jac_diag_max", order=0).ppf(0.3)),
+    ("Law.median", lambda: Law.gaussian(2, 3.0).median("entropy"),
+     lambda: Law.gaussian(2, 3.0)["entropy"].median()),
+    ("Law.rem_entropy", lambda: Law.gaussian(1024, 1.0).rem_entropy(),
+     lambda: Law.gaussian(1024, 1.0).rem["entropy"].mean()),
+    ("Law.rem_max_prob", lambda: Law.gaussian(1024, 15.0).rem_max_prob(),
+     lambda: Law.gaussian(1024, 15.0).rem["max_prob"].mean()),
+    ("Law.rem_max_prob_sf", lambda: Law.gaussian(1024, 15.0).rem_max_prob_sf(0.7),
+     lambda: Law.gaussian(1024, 15.0).rem["max_prob"].sf(0.7)),
+    ("Law.rem_max_prob_median", lambda: Law.gaussian(1024, 15.0).rem_max_prob_median(),
+     lambda: Law.gaussian(1024, 15.0).rem["max_prob"].median()),
+    ("Law.expected_max", lambda: Law.gaussian(1024, 15.0).expected_max(),
+     lambda: Law.gaussian(1024, 15.0).rem.expected_max()),
+    ("Law.stated_accuracy", lambda: Law.gaussian(64, 12.0).stated_accuracy("fraction_below", 0),
+     lambda: Law.gaussian(64, 12.0).observable("jac_diag_max", order=0).stated_accuracy()),
+]
+
+
+@pytest.mark.parametrize("old,call,new", ALIASES, ids=[a[0] for a in ALIASES])
+def test_deprecated_alias_warns_once_and_equals_the_new_spelling(fresh_warnings, old, call,
+                                                                 new):
+    with pytest.warns(DeprecationWarning, match=rf"{re.escape(old)} is deprecated.*use "):
+        got = call()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = call()                  # once: no second warning
+    np.testing.assert_array_equal(got, new())
+    np.testing.assert_array_equal(again, got)
+
+
+def test_deprecated_aliases_keep_their_checks(fresh_warnings):
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="^scale must"):
+        theory.rem_entropy(64, -1.0)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="^n must"):
+        theory.gap_sf(1.0, 0)
+    # released names stay importable, outside __all__
+    for name in ("gap_sf", "gap_cdf", "gap_quantile", "gap_median", "rem_entropy",
+                 "rem_max_prob", "rem_max_prob_sf", "expected_max"):
+        assert callable(getattr(theory, name)) and name not in theory.__all__

@@ -15,7 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="the attention-probe tests need torch: "
+                                             "pip install torch (the CPU build is enough)")
 
 import fastsoftmax as fs                                # noqa: E402
 from conftest import REPO, subprocess_env               # noqa: E402
@@ -57,7 +58,8 @@ def ref_logits(q, k, mask=None, is_causal=False, scale=None, enable_gqa=False):
 
 
 def mha_ref_logits(mha, xq, xk, key_padding_mask=None, attn_mask=None):
-    """nn.MultiheadAttention's logits (batch_first inputs), float64."""
+    """nn.MultiheadAttention's logits (batch_first inputs), float64; in
+    self-attention the padded tokens' query rows -inf (skipped)."""
     N, L, E = xq.shape
     S = xk.shape[1]
     H = mha.num_heads
@@ -68,6 +70,9 @@ def mha_ref_logits(mha, xq, xk, key_padding_mask=None, attn_mask=None):
     s = (q @ k.transpose(-2, -1)) * (1 / math.sqrt(hd))
     if key_padding_mask is not None:
         s = s.masked_fill(key_padding_mask[:, None, None, :], -INF)
+        if xq is xk:
+            # self-attention: a padded token's query is padding too (skipped)
+            s = s.masked_fill(key_padding_mask[:, None, :, None], -INF)
     if attn_mask is not None:
         s = s.masked_fill(attn_mask, -INF) if attn_mask.dtype == torch.bool else s + attn_mask
     return s
@@ -396,8 +401,8 @@ def test_transformer_encoder_nested_fast_path():
 def test_without_keyword_global_hooks_slow_path_still_covered(monkeypatch):
     """Older PyTorch (global hooks without with_kwargs): the modules take their
     slow path under the mode, which sees F.multi_head_attention_forward."""
-    import fastsoftmax.torch as fst
-    monkeypatch.setattr(fst, "_global_hooks_take_kwargs", lambda: False)
+    import fastsoftmax.torch._intercept as fst
+    monkeypatch.setattr(fst, "global_hooks_take_kwargs", lambda: False)
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True).eval()
     x = torch.randn(3, 8, 32)
@@ -471,7 +476,7 @@ def test_names_without_model_and_outside_modules():
 
 
 def test_frame_columns_are_the_sweeps():
-    from fastsoftmax.sweep import stat_columns
+    from fastsoftmax.sweeps import stat_columns
     p = AttentionProbe(thresholds=(1e-2, 1e-6))
     x = torch.randn(1, 1, 3, 4)
     with p:
@@ -537,6 +542,7 @@ def test_hooks_and_mode_removed_after_exception():
         with AttentionProbe(net):
             net(torch.randn(1, 4, 15))              # wrong width: the model raises
     assert len(mm._global_forward_pre_hooks) == pre and len(mm._global_forward_hooks) == post
+    assert not mm._has_any_global_hook()
     assert torch.overrides._get_current_function_mode() is None
 
 
@@ -648,8 +654,10 @@ def test_import_fastsoftmax_never_imports_torch_and_extra_message():
     assert "pip install 'fastsoftmax[torch]'" in r.stdout
 
 
-def test_docstring_examples():
-    import fastsoftmax.torch as fst
+@pytest.mark.parametrize("module", ["fastsoftmax.torch", "fastsoftmax.torch._logits"])
+def test_docstring_examples(module):
+    import importlib
+    fst = importlib.import_module(module)
     res = doctest.testmod(fst, optionflags=doctest.ELLIPSIS)
     assert res.failed == 0 and res.attempted > 0
 

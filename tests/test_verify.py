@@ -1,4 +1,5 @@
-"""verify: criteria (pure functions) both ways, estimates, and a tiny run."""
+"""verify: criteria (pure functions) both ways, estimates, the claim registry, and one
+small run (the session's, from conftest: verify runs once per test run)."""
 import gzip
 import json
 import math
@@ -9,6 +10,9 @@ import pytest
 import fastsoftmax as fs
 from fastsoftmax import verify as V
 from fastsoftmax.verify import FAILS, HOLDS, INCONCLUSIVE, Est
+from fastsoftmax.verify import constants as C
+
+from conftest import VERIFY_RUN
 
 
 def E(value, se=0.0):
@@ -198,7 +202,7 @@ def test_judge_critical_three_ways():
 def test_context_rows():
     assert V.context_rows(16) == 500_000 and V.context_rows(65536) == 4096
     assert V.context_rows(65536, samples=1000) == 1000
-    assert sum(V.context_rows(n) * n for n in V.CONTEXT_N) <= 7 * V.CONTEXT_LOGITS
+    assert sum(V.context_rows(n) * n for n in C.CONTEXT_N) <= 7 * C.CONTEXT_LOGITS
 
 
 # --------------------------------------------------------------------------
@@ -244,13 +248,11 @@ def test_est_fraction():
 
 
 # --------------------------------------------------------------------------
-# a tiny run
+# the session's small run (conftest.verify_result: samples 2000, seed 3, context)
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("verify")
-    return V.run(samples=2000, seed=3, backend="cpu", out=out, progress=False,
-                 context=True), out
+@pytest.fixture
+def tiny(verify_result, verify_out):
+    return verify_result, verify_out
 
 
 def test_run_structure(tiny):
@@ -264,15 +266,15 @@ def test_run_structure(tiny):
     assert res.verdicts["literal"] == HOLDS
     assert res.meta["samples"] == 2000 and res.meta["seed"] == 3
     dot = res.tables["dotproduct"]
-    assert len(dot) == len(V.D_K) * 2 * len(V.TARGETS)
-    assert set(dot["target"]) == set(V.TARGETS)
+    assert len(dot) == len(C.D_K) * 2 * len(C.TARGETS)
+    assert set(dot["target"]) == set(C.TARGETS)
     d = json.loads(res.to_json())            # strict JSON (no NaN)
     assert d["claims"][0]["verdict"] in (HOLDS, FAILS, INCONCLUSIVE)
     report = res.report()
     assert "verdict" in report and "[100, 101, 99]" in report
     assert "Context length" in report and "law" in report
     lit = res.literal["literal"]
-    p = fs.softmax(np.array(V.LITERAL))
+    p = fs.softmax(np.array(C.LITERAL))
     assert lit["p"] == p.tolist()
     np.testing.assert_array_equal(lit["jacobian"], np.diag(p) - np.outer(p, p))
 
@@ -284,15 +286,15 @@ def test_run_law_points_and_predictions(tiny):
     assert pc["dk_star"] == pytest.approx(2425, abs=1)
     # the predictions are those of fastsoftmax.theory, never written in
     from fastsoftmax import theory
-    law = theory.Law.dot_product(V.N, 4096, False)
+    law = theory.Law.dot_product(C.N, 4096, False)
     assert pc["dk"][4096]["predicted"] == pytest.approx(
-        float(law.fraction_below("jac_diag_max", V.LEVEL)), rel=1e-12)
+        float(law["jac_diag_max"].cdf(C.LEVEL)), rel=1e-12)
     assert pc["dk"][1]["predicted"] != pc["dk"][1]["predicted"]       # NaN: outside
     pts = {(p.get("scale"), p.get("d_k")): s for p, s in res.summaries["law"]}
     assert (pc["sigma_star"], None) in pts and (None, pc["dk_point"]) in pts
     assert len(res.tables["law"]) == 2
     ctx = res.tables["context"]
-    assert sorted(set(ctx["n"])) == list(V.CONTEXT_N) and len(ctx) == 14
+    assert sorted(set(ctx["n"])) == list(C.CONTEXT_N) and len(ctx) == 14
     assert (ctx["samples"] == [min(2000, V.context_rows(n)) for n in ctx["n"]]).all()
     d = json.loads(res.to_json())
     assert d["predictions"]["claims"]["dk"]["1"]["predicted"] == "nan"
@@ -307,7 +309,8 @@ def test_run_points_use_common_random_numbers(tiny):
     s = {p["scaled"]: s for p, s in res.summaries["dotproduct"]
          if p["d_k"] == 1 and p["target"] == "argmax"}
     assert s[True]["jac_diag_max"].to_dict() == s[False]["jac_diag_max"].to_dict()
-    direct = fs.simulate(fs.models.DotProduct(n=64, d_k=256, scaled=False), 2000, seed=3)
+    direct = fs.simulate(fs.models.DotProduct(n=64, d_k=256, scaled=False),
+                         VERIFY_RUN["samples"], seed=VERIFY_RUN["seed"])
     got = [s for p, s in res.summaries["dotproduct"]
            if p["d_k"] == 256 and not p["scaled"] and p["target"] == "argmax"][0]
     assert got["jac_diag_max"].to_dict() == direct["jac_diag_max"].to_dict()
@@ -340,3 +343,130 @@ def test_run_rejects_bad_arguments(tmp_path):
         V.run(samples=10, out=f, progress=False)
     with pytest.raises(TypeError):
         V.prepare(samples=10, context="yes")
+
+
+def test_run_without_context(tiny):
+    """What a run without ``context`` judges and holds (the run's doctest
+    examples, moved here: the tests run verify once)."""
+    res, _ = tiny
+    no_ctx = {k: v for k, v in res.summaries.items() if k != "context"}
+    claims = V.judge_claims(V.CLAIMS, V.Evidence(no_ctx, res.literal,
+                                                 {"claims": res.predictions["claims"]}))
+    assert [c.key for c in claims] == ['paper', 'fix', 'literal', 'offset', 'ce_right',
+                                       'ce_wrong', 'scale', 'law_dk', 'law_scale']
+    # the same claims, judged on the same points, with and without the context axis
+    assert [c.to_dict() for c in claims] == [c.to_dict() for c in res.claims[:9]]
+    assert res.verdicts["paper"] == HOLDS and res.verdicts["literal"] == HOLDS
+    assert res.verdicts["ce_wrong"] == HOLDS
+    assert sorted(res.tables) == ['context', 'dotproduct', 'gaussian', 'law', 'literal',
+                                  'shifted', 'verdicts']
+    assert res.meta["samples"] == 2000 and len(res.summaries["dotproduct"]) == 42
+    assert V.prepare(samples=1000).points == 68
+    assert round(res.predictions["claims"]["sigma_star"], 2) == 49.23
+
+
+def test_run_report_text(tiny):
+    res, _ = tiny
+    lines = res.report().splitlines()
+    assert lines[0].startswith(f"fastsoftmax {fs.__version__} verify: 2,000 logit vectors per "
+                               "point, 82 points, seed 3 for all")
+    assert lines[1] == ""
+    assert lines[2].startswith("softmax([100, 101, 99]) = [0.244728, 0.665241, 0.090031]")
+    # one verdict row per claim, numbered in the registry's order
+    for i, c in enumerate(res.claims, 1):
+        assert any(l.startswith(f"{i:>2} ") and l.rstrip().endswith(c.verdict.upper())
+                   for l in lines), c.key
+    assert f"(law {res.predictions['claims']['dk'][4096]['predicted']:.4f}: claim " \
+        f"{V.claim_number('law_dk')})" in res.claims[0].evidence
+    assert res.brief().splitlines()[2].startswith("3. HOLDS")
+
+
+def test_run_tables_are_summary_records(tiny):
+    """verify's tables (and so --out) hold each point's Summary.record(), bit for bit."""
+    res, out = tiny
+    import pandas as pd
+    for name in ("dotproduct", "shifted", "gaussian", "law", "context"):
+        df = res.tables[name]
+        cols = fs.Summary.record_columns(res.summaries[name][0][1].thresholds)
+        assert len(df) == len(res.summaries[name])
+        for row, (_, s) in zip(df.to_dict("records"), res.summaries[name]):
+            assert {k: row[k] for k in cols} == s.record()
+            assert row["samples"] == s.samples
+        back = pd.read_parquet(out / f"{name}.parquet")
+        pd.testing.assert_frame_equal(back[cols], df[cols])
+
+
+# --------------------------------------------------------------------------
+# the registry
+
+def _ev(tiny):
+    res, _ = tiny
+    return V.Evidence(res.summaries, res.literal, res.predictions)
+
+
+def test_registry_keys_and_numbers():
+    keys = [s.key for s in V.CLAIMS]
+    assert len(set(keys)) == len(keys)
+    assert [V.claim_number(k) for k in keys] == list(range(1, len(keys) + 1))
+    with pytest.raises(KeyError):
+        V.claim_number("nope")
+    for s in V.CLAIMS:
+        assert s.statement and s.criterion and s.needs
+
+
+def test_registry_one_entry_is_one_claim(tiny):
+    """A new claim is one ClaimSpec: it reads the run through ``pick`` and is
+    judged, written and counted like the others."""
+    ev = _ev(tiny)
+    spec = V.ClaimSpec(
+        "offsets_count", "The Shifted experiment has one point per offset", "count == 7",
+        ("shifted",), pick=lambda e: len(e.points("shifted")),
+        judge=lambda k: [V.Check(HOLDS if k == len(C.OFFSETS) else FAILS, f"{k} points")],
+        evidence=lambda k: f"{k} points", numbers=lambda k: {"points": k})
+    claims = V.judge_claims(V.CLAIMS + (spec,), ev)
+    assert [c.key for c in claims][-1] == "offsets_count"
+    assert claims[-1].verdict == HOLDS and claims[-1].to_dict()["numbers"] == {"points": 7}
+    # a run without what the claim needs leaves it out
+    assert not spec.applies(V.Evidence({}, {}, {}))
+    assert [c.key for c in V.judge_claims(V.CLAIMS, V.Evidence({}, ev.literal, {}))] == \
+        ["literal"]
+
+
+def test_registry_judges_the_claims_of_the_run(tiny):
+    res, _ = tiny
+    again = V.judge_claims(V.CLAIMS, _ev(tiny))
+    assert [c.to_dict() for c in again] == [c.to_dict() for c in res.claims]
+    for c, spec in zip(res.claims, V.CLAIMS):
+        assert (c.key, c.claim, c.criterion) == (spec.key, spec.statement, spec.criterion)
+        assert c.verdict == V.all_of(c.checks)
+
+
+def test_evidence_point():
+    s = fs.summarize(np.array([[0.0, 1.0, -1.0]]))
+    ev = V.Evidence({"shifted": [({"offset": 0.0}, s)]}, {}, {})
+    assert ev.point("shifted", offset=0.0) is s
+    with pytest.raises(KeyError, match="no shifted point"):
+        ev.point("shifted", offset=1.0)
+    assert ev.has(["shifted"]) and not ev.has(["shifted"], ["claims"])
+    assert not ev.has(["literal"])
+
+
+def test_law_point_of_dict_and_record():
+    d = _law_point(E(0.590, 0.0007))
+    p = V.LawPoint.of(d)
+    assert p == V.LawPoint("d_k=4096", d["measured"], 0.5905, 0.005, 0.0, 0.502, 0.592)
+    assert V.LawPoint.of(p) is p and p.judged
+    assert V.judge_law([p]) == V.judge_law([d])
+    assert not V.LawPoint.of(dict(what="x", measured=E(0.0), predicted=math.nan)).judged
+
+
+def test_namespace_and_docstring():
+    # the grids live in verify.constants; verify's namespace exports what __all__ says
+    for name in ("N", "Z", "D_K", "LEVEL", "TARGETS"):
+        assert name not in V.__all__ and not hasattr(V, name)
+    assert all(hasattr(V, n) for n in V.__all__)
+    # the module docstring lists every claim of the registry, numbered
+    for i, spec in enumerate(V.CLAIMS, 1):
+        assert f"{i}. " in V.__doc__ and f"(``{spec.key}``" in V.__doc__
+    assert "seven" not in V.__doc__
+

@@ -11,9 +11,10 @@ edit to any of those files invalidates the cache instead of silently reusing a
 stale kernel (the cache otherwise only watches the file that defines the
 kernel).
 
-Entry points (the contract of :mod:`.common`): ``summarize_array``,
-``summarize_model``, ``softmax``; and ``observables`` (per-row values, CPU
-only).  Every parallel call runs under :func:`guard`.
+The backend object (:class:`CPUBackend`, the contract of :mod:`.common`)
+runs every operation: ``summarize_array``, ``summarize_model``, ``softmax``,
+``observables`` (per-row values) and a trivial ``to_host``; it takes arrays in
+host memory.  Every parallel call runs under :func:`guard`.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from numba import njit, prange
 from .. import _config
 from .._config import FASTMATH, KERNEL_VECTOR_WIDTH
 from .._gen import GEN_AFFINE, GEN_ROWS, model_row
-from .._inputs import (TARGET_LABELS, Rows, bad_row_error, generated_row_error)
+from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
+                       generated_row_error)
 from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into,
                      row_stats_into_ahead, row_target)
@@ -39,12 +41,13 @@ from .._simd import row_view, vector_width
 from .._util import numba_threads
 from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
-from .common import ArrayJob, ModelJob
+from .common import OPERATIONS, ArrayJob, ModelJob, is_host_array
 
 __all__ = ["backend", "status", "threads", "threading_layer", "guard"]
 
-_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "accumulate.py", "_sketch.py",
-            "_config.py", "_gen.py", "_inputs.py", os.path.join("backends", "cpu.py"))
+_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "_sketch.py", "_config.py",
+            "_cpu.py", "_gen.py", "_inputs.py", os.path.join("accumulate", "_block.py"),
+            os.path.join("accumulate", "_moments.py"), os.path.join("backends", "cpu.py"))
 
 
 def _source_key():
@@ -359,11 +362,23 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
 # the entry points
 
 class CPUBackend:
-    """The CPU backend (see :mod:`.common`)."""
+    """The CPU backend: the numba kernels on this machine's cores (the
+    contract of :class:`.common.Backend`)."""
     name = "cpu"
+    takes = "NumPy arrays, memmaps and array-likes in host memory"
+    description = "numba-compiled kernels on every core of this machine"
+    operations = frozenset(OPERATIONS)
+    inner = None
 
-    def threading_layer(self) -> str:
-        return threading_layer()
+    def can_take(self, x: Any) -> bool:
+        return is_host_array(x)
+
+    def array_info(self, x: Any) -> tuple[np.ndarray, tuple[int, ...], np.dtype]:
+        x, _, _ = as_float_array(x)
+        return x, x.shape, x.dtype
+
+    def validate(self, job: ArrayJob | ModelJob, progress: Any) -> None:
+        return None                         # every option is used here
 
     def summarize_array(self, x: Any, job: ArrayJob, progress: Any = None) -> Accumulator:
         rows = Rows(x, job.axes, job.cdt)
@@ -397,11 +412,13 @@ class CPUBackend:
                     raise bad_row_error(rows.row(r), r, rows.batch)
         return vals
 
-    def softmax(self, x: Any, axes: tuple, log: bool) -> np.ndarray:
-        """softmax (or log_softmax) of a host array along ``axes``, in its
-        compute dtype and x's shape; NaN rows for bad rows (as NumPy)."""
-        from .._inputs import compute_dtype
-        cdt, _ = compute_dtype(x.dtype)
+    def softmax(self, x: Any, axes: tuple, log: bool) -> Any:
+        """softmax (or log_softmax) of a host array along ``axes``, in the
+        result dtype (computed in the compute dtype) and x's shape; NaN rows
+        for bad rows (as NumPy); a 0-d array gives a scalar."""
+        cdt, odt = compute_dtype(x.dtype)
+        if x.size == 0:
+            return np.empty(x.shape, dtype=odt)
         rows = Rows(x, axes, cdt)
         out = np.empty(x.shape, dtype=cdt)
         direct = rows.rest + axes == tuple(range(x.ndim))
@@ -419,7 +436,17 @@ class CPUBackend:
                     oc[i] = _numpy_softmax(xc[i], log)
                 if not direct:
                     rows.scatter(out, r0, oc)
-        return out
+        out = out.astype(odt, copy=False)
+        return out[()] if out.ndim == 0 else out
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return np.asarray(a)                # already there
+
+    def status(self) -> tuple[bool, str]:
+        return status()
+
+    def info(self) -> dict[str, Any]:
+        return {"threads": threads(), "threading layer": threading_layer()}
 
 
 def _numpy_softmax(row, log):
@@ -434,8 +461,10 @@ _BACKEND = CPUBackend()
 
 
 def backend() -> CPUBackend:
+    """The CPU backend (one object: it holds no state)."""
     return _BACKEND
 
 
 def status() -> tuple[bool, str]:
+    """(True, how many threads): the CPU backend runs everywhere."""
     return True, f"{threads()} threads"

@@ -1,8 +1,10 @@
-r"""Dask backend: ``simulate(..., client=)`` and ``summarize(dask_array)``.
+r"""Dask executor: ``simulate(..., client=)``, ``summarize(dask_array)``, ``softmax(dask_array)``.
 
-The backend object (:func:`backend`, options ``client`` and ``inner``, the
-workers' backend) has the contract's entry points, called from
-:mod:`fastsoftmax.api` after it has validated the arguments:
+Dask is an executor, not a kernel backend: :class:`DaskExecutor` (from
+:func:`backend`, options ``client`` and ``inner``) runs the ``inner``
+backend ("cpu" or "cuda", an explicit attribute) on the workers, on the
+blocks where they live.  It implements the contract of :mod:`.common`,
+called from :mod:`fastsoftmax.api` after it has validated the arguments:
 
 * ``summarize_model`` splits the rows of a Monte Carlo run into tasks that
   start on block boundaries (multiples of ``block_rows(n)`` rows), runs the
@@ -12,6 +14,9 @@ workers' backend) has the contract's entry points, called from
 * ``summarize_array`` summarises a ``dask.array`` chunk by chunk and
   reduces the per-chunk accumulators with a tree of merges; nothing
   proportional to the number of rows reaches the client.
+* ``softmax`` maps the inner backend's softmax over the blocks (a lazy dask
+  array); ``to_host`` computes an array (labels of a host array, say).
+  Per-row ``observables`` are not offered: absent from ``operations``.
 
 Only small objects travel: accumulators, whose sketch holds only the
 buckets touched and whose moment tree at most 64 nodes.  The workers run the CPU or CUDA backend
@@ -35,12 +40,12 @@ import numpy as np
 from .. import _config
 from .._util import numba_threads
 from .._inputs import (TARGET_LABELS, BadRowError, bad_label_error, check_backend_name,
-                       first_bad_label, is_dask_array, row_name)
+                       compute_dtype, first_bad_label, is_dask_array, row_name)
 from ..accumulate import Accumulator
 from . import get_backend, resolve
-from .common import ArrayJob, ModelJob
+from .common import ArrayJob, ModelJob, unsupported
 
-__all__ = ["connect", "resolve_backend", "backend"]
+__all__ = ["connect", "resolve_backend", "backend", "DaskExecutor"]
 
 # A few tasks per worker thread balances the load and bounds the work lost
 # with a worker; a task is also at most TASK_LOGITS logits (a couple of
@@ -271,8 +276,9 @@ def _global_row(r, bshape, offsets, batch):
     return int(np.ravel_multi_index(tuple(int(i) + o for i, o in zip(local, offsets)), batch))
 
 
-def _chunk_summary(block, labels, offsets, job):
-    """Worker side: the packed accumulator of one chunk (whole rows)."""
+def _chunk_summary(block, labels, offsets, job, inner="cpu"):
+    """Worker side: the packed accumulator of one chunk (whole rows), by the
+    ``inner`` backend."""
     from .._inputs import Target, batch_shape
     block = np.asarray(block)
     bshape, n = batch_shape(block.shape, job.axes)
@@ -291,7 +297,7 @@ def _chunk_summary(block, labels, offsets, job):
                                 target=t)
     try:
         with _one_thread():
-            acc = get_backend("cpu").summarize_array(block, local)
+            acc = get_backend(inner).summarize_array(block, local)
     except BadRowError as e:
         g = _global_row(e.row, bshape, offsets, job.batch)
         return _Part(Accumulator(job.thresholds), bad_row=(g, e.what))
@@ -309,7 +315,7 @@ def _merge_parts(*parts):
     return _Part(acc, bad_label, bad_row)
 
 
-def summarize_array(x, job):
+def summarize_array(x, job, inner="cpu"):
     r"""The accumulator of a ``dask.array`` (see :func:`fastsoftmax.summarize`).
 
     Each chunk is summarised on a worker by the CPU backend (one thread per
@@ -362,7 +368,7 @@ def summarize_array(x, job):
             lab = np.ascontiguousarray(lab_np[sl])
         else:
             lab = None
-        parts.append(chunk_fn(blocks[idx], lab, offsets, wjob))
+        parts.append(chunk_fn(blocks[idx], lab, offsets, wjob, inner))
     merge = dask.delayed(_merge_parts, pure=True)
     while len(parts) > 1:           # an ordered tree, so reruns give the same bits
         parts = [merge(*parts[i:i + SPLIT_EVERY]) for i in range(0, len(parts), SPLIT_EVERY)]
@@ -378,26 +384,93 @@ def summarize_array(x, job):
     return part.acc
 
 
-class DaskBackend:
-    """The Dask backend: ``client`` (a ``distributed.Client``; None for
-    ``summarize_array``, which uses the current scheduler) and ``inner``, the
-    workers' backend ("auto", "cpu" or "cuda", resolved on the workers)."""
+def _block_softmax(block, axes, log, inner):
+    """Worker side: the inner backend's softmax of one computed block (whole
+    rows), on one thread."""
+    with _one_thread():
+        return np.asarray(get_backend(inner).softmax(np.asarray(block), axes, log))
+
+
+class DaskExecutor:
+    """The Dask executor: no kernels of its own; it runs the ``inner``
+    backend on the blocks of a Dask computation (the contract of
+    :class:`.common.Backend`).
+
+    ``client`` is a ``distributed.Client`` (None for dask arrays, which run
+    on the current scheduler); ``inner`` the name of the backend the
+    workers run: "auto", "cpu" or "cuda", resolved on the workers with a
+    client, the CPU backend for the chunks of a dask array.  It takes dask
+    arrays; ``softmax`` maps the inner backend's softmax over the blocks
+    (lazily); per-row ``observables`` are not offered (nothing per row
+    reaches the client)."""
     name = "dask"
+    takes = "dask arrays"
+    description = "an executor: the cpu (or cuda) backend on the workers of a Dask scheduler"
+    operations = frozenset({"summarize_array", "summarize_model", "softmax", "to_host"})
 
-    def __init__(self, client=None, inner="cpu"):
+    def __init__(self, client: Any = None, inner: str = "cpu") -> None:
         self.client = client
-        self.inner = resolve_backend(client, inner) if client is not None else "cpu"
+        if client is not None:
+            self.inner: str = resolve_backend(client, inner)
+        elif check_backend_name(inner) == "cuda":
+            raise ValueError("the chunks of a dask array are summarised by the CPU backend "
+                             "on the workers; inner='cuda' needs a client (simulate)")
+        else:
+            self.inner = "cpu"
 
-    def summarize_model(self, job: ModelJob, progress=None) -> Accumulator:
+    def can_take(self, x: Any) -> bool:
+        return is_dask_array(x)
+
+    def array_info(self, x: Any) -> tuple[Any, tuple[int, ...], np.dtype]:
+        if any(s != s for s in x.shape):
+            raise ValueError("x has unknown chunk sizes; call x.compute_chunk_sizes() first")
+        return x, tuple(int(s) for s in x.shape), np.dtype(x.dtype)
+
+    def validate(self, job: ArrayJob | ModelJob, progress: Any) -> None:
+        if isinstance(job, ArrayJob):
+            if progress:
+                raise ValueError("progress is not available for dask arrays: use Dask's own "
+                                 "(dask.diagnostics.ProgressBar, distributed.progress)")
+            return
+        if self.client is None:
+            raise ValueError("summarize_model runs on a cluster: give the executor a client")
+        if job.chunk is not None:
+            raise ValueError("chunk (rows per CPU kernel call) is not used by a Dask "
+                             "client: leave it out")
+
+    def summarize_model(self, job: ModelJob, progress: Any = None) -> Accumulator:
         return run_model(self.client, job, backend=self.inner, progress=progress)
 
-    def summarize_array(self, x, job: ArrayJob, progress=None) -> Accumulator:
-        return summarize_array(x, job)
+    def summarize_array(self, x: Any, job: ArrayJob, progress: Any = None) -> Accumulator:
+        return summarize_array(x, job, self.inner)
 
-    def softmax(self, x, axes, log):
-        raise NotImplementedError("softmax of a dask array: use x.map_blocks(fs.softmax) "
-                                  "with the softmax axes in one chunk")
+    def softmax(self, x: Any, axes: tuple, log: bool) -> Any:
+        """A dask array: the inner backend's softmax of each block, with the
+        softmax axes made one chunk each (``x.rechunk``)."""
+        odt = compute_dtype(x.dtype)[1]
+        x = x.rechunk({ax: -1 for ax in axes})
+        return x.map_blocks(_block_softmax, axes, bool(log), self.inner, dtype=odt,
+                            meta=np.empty((0,) * x.ndim, dtype=odt))
+
+    def observables(self, x: Any, job: ArrayJob) -> np.ndarray:
+        raise unsupported(self, "observables")
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return np.asarray(a.compute())
+
+    def status(self) -> tuple[bool, str]:
+        import importlib.util
+        if importlib.util.find_spec("dask") is None:
+            return False, "dask is not installed; pip install 'fastsoftmax[dask]'"
+        if self.client is None:
+            return True, f"the current Dask scheduler, {self.inner} backend on the workers"
+        return True, f"the scheduler of {self.client!r}, {self.inner} backend on the workers"
+
+    def info(self) -> dict[str, Any]:
+        ok, why = self.status()
+        return {"dask": ("available: " if ok else "not available: ") + why}
 
 
-def backend(client=None, inner="cpu"):
-    return DaskBackend(client, inner)
+def backend(client: Any = None, inner: str = "cpu") -> DaskExecutor:
+    """The Dask executor over ``inner`` (see :class:`DaskExecutor`)."""
+    return DaskExecutor(client, inner)

@@ -1,39 +1,17 @@
 r"""``fastsoftmax verify``: the "Attention Is All You Need" question, measured.
 
-Runs the claims as experiments and computes a verdict for each from the
-measurements, with criteria stated in small pure functions below (never a
-verdict written in):
+Runs the claims of :data:`CLAIMS` as experiments and computes a verdict for
+each from the measurements, with criteria stated in small pure functions
+(never a verdict written in).  The claims, in the report's order, are listed
+at the end of this docstring (written from :data:`CLAIMS`); the ones marked
+``--context`` need ``context=True`` (``verify --context``), which adds a
+context-length axis: DotProduct with d_k = ``CONTEXT_D_K``, scaled and
+unscaled, n in ``CONTEXT_N``, rows per point :func:`context_rows`, judged
+against the laws of large n.
 
-1. the paper: without scaling, softmax of q.k saturates as d_k grows;
-2. the paper's fix: scaling by 1/sqrt(d_k) keeps the statistics flat;
-3. the objection: the literal vector [100, 101, 99] keeps healthy gradients;
-4. the objection: a common offset (0 to 1e6) changes nothing;
-5. cross-entropy, confidently right (target "argmax"): the gradient vanishes
-   in the saturated regime;
-6. cross-entropy, wrong (target "random"): it stays near 1 (norm near
-   sqrt(2));
-7. a scale sweep of Gaussian logits locates where the median Jacobian drops
-   below 1e-6, and it matches the d_k sweep (unscaled logits have scale
-   about sqrt(d_k));
-8. the saturation law (:mod:`fastsoftmax.theory`, order 1) predicts the
-   unscaled sweep's fraction of rows below 1e-6 at each d_k inside its
-   stated domain, within its stated accuracy, and inside its exact bounds;
-9. it predicts sigma* and d_k*: at the predicted points (two more
-   simulations) half the rows are below 1e-6, and the predicted points lie
-   where the sweeps' medians cross 1e-6.
-
-With ``context=True`` (``verify --context``) a context-length axis is added:
-DotProduct with d_k = 64, scaled and unscaled, n = 16 ... 65,536, rows per
-point min(samples, 2^28 / n), judged against the laws of large n:
-
-10. at a fixed scale, longer contexts saturate less: the fraction below
-    1e-6 falls with n, as the saturation law predicts where it states an
-    accuracy;
-11. the random energy model predicts the mean entropy and max_prob against
-    n where it states an accuracy (diffuse when scaled, frozen unscaled).
-
-The predictions (:mod:`.predict`) depend only on the experiments'
-constants: each is computed once per process.
+The predictions (:mod:`.predict`, the laws of :mod:`fastsoftmax.theory`)
+depend only on the experiments' constants (:mod:`.constants`): each is
+computed once per process.
 
 All points use one seed (common random numbers).  Standard errors: the
 ``sem`` of a mean; for a median, the order-statistic one (the spread of the
@@ -46,10 +24,14 @@ Verdicts: "holds" when every condition is met beyond Z = 4 standard errors,
 "fails" when one is contradicted beyond 4 standard errors, "inconclusive"
 otherwise (more samples would decide).
 
-The package: :mod:`.claims` (estimates, pure judge functions, the claims),
-:mod:`.predict` (the laws' predictions), :mod:`.report` (the text report),
-:mod:`.outputs` (the files of ``--out``); this module plans and runs the
-experiments (:func:`prepare`, :func:`run`).
+The package, top down: this module plans and runs the experiments
+(:func:`prepare`, :func:`run`); :mod:`.report` (the text report) and
+:mod:`.outputs` (the files of ``--out``); :mod:`.paper` (the registry
+:data:`CLAIMS`: one :class:`ClaimSpec` per claim); :mod:`.registry` (how a
+claim is declared and judged), :mod:`.judges` (the claims' judges) and
+:mod:`.predict` (the laws' predictions); :mod:`.criteria` (generic criteria
+-> :class:`Check`); :mod:`.stats` (estimates, :class:`Est`);
+:mod:`.constants` (the grids and settings).
 
 >>> from fastsoftmax import verify
 >>> verify.prepare(samples=1000).points                 # validated, nothing run yet
@@ -62,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import textwrap
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -71,27 +54,59 @@ from .. import api, models
 from .._inputs import check_samples, check_seed
 from .._util import jsonable, progress_bar
 from .._version import __version__
-from ..sweep import Plan
-from . import claims as _claims_module
+from ..sweeps import Plan
+from . import constants
 from . import predict as _predict
-from .claims import *  # noqa: F401,F403  (the criteria are part of the module's API)
-from .claims import (CONTEXT_D_K, CONTEXT_LOGITS, CONTEXT_N, D_K, DEFAULT_SAMPLES, LEVEL,
-                     LITERAL, N, OFFSETS, SCALES, TARGETS, Z, Claim, _claims)
+from .constants import DEFAULT_SAMPLES
+from .criteria import (FAILS, HOLDS, INCONCLUSIVE, Check, LawPoint, above, all_of, below,
+                       close, crossing, drop, judge_band, judge_law, judge_prediction, near,
+                       ratio_below, same, within_factor)
+from .judges import (judge_ce_right, judge_ce_wrong, judge_critical, judge_flat, judge_literal,
+                     judge_saturation, judge_scale, judge_shift)
 from .outputs import write_outputs
+from .paper import CLAIMS, claim_number
+from .registry import Claim, ClaimSpec, Evidence, judge_claims
 from .report import format_report
+from .stats import Est, est_fraction, est_log10_mean, est_mean, est_quantile, measures
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..summary import Summary
 
-# this module's own names, then the estimates, criteria and constants of .claims
 # (write_outputs and format_report are the implementations of run(out=...) and
-# VerifyResult.report(): importable, not part of the public API)
-__all__ = ["run", "prepare", "Experiment", "VerifyResult", "context_rows"] + \
-    _claims_module.__all__
+# VerifyResult.report(): importable, not part of the public API; the grids are
+# fastsoftmax.verify.constants.N, ...)
+__all__ = [
+    # running it
+    "run", "prepare", "Experiment", "VerifyResult", "context_rows", "DEFAULT_SAMPLES",
+    # the claims
+    "CLAIMS", "ClaimSpec", "Claim", "Evidence", "judge_claims", "claim_number",
+    # estimates
+    "Est", "est_mean", "est_log10_mean", "est_quantile", "est_fraction", "measures",
+    # criteria
+    "Check", "LawPoint", "below", "above", "ratio_below", "drop", "within_factor", "close",
+    "near", "same", "all_of", "judge_band", "judge_prediction", "judge_law", "crossing",
+    "HOLDS", "FAILS", "INCONCLUSIVE",
+    # the paper's judges
+    "judge_saturation", "judge_flat", "judge_literal", "judge_shift", "judge_ce_right",
+    "judge_ce_wrong", "judge_scale", "judge_critical",
+]
 
-# the points of claims 8-9: the predicted sigma* and d_k*, simulated
+
+def _claims_doc() -> str:
+    """The claims of :data:`CLAIMS` as the numbered list of this module's docstring."""
+    lines = ["The claims:", ""]
+    for i, spec in enumerate(CLAIMS, 1):
+        ctx = "; needs ``--context``" if "context" in spec.needs else ""
+        lines.extend(textwrap.wrap(f"{i}. {spec.statement} (``{spec.key}``{ctx}).", 76,
+                                   subsequent_indent=" " * (len(str(i)) + 2)))
+    return "\n".join(lines) + "\n"
+
+
+__doc__ = (__doc__ or "") + "\n" + _claims_doc()
+
+# the points of the law's claims: the predicted sigma* and d_k*, simulated
 LAW_POINTS = 2
 
 
@@ -120,22 +135,22 @@ def context_rows(n: int, samples: int = DEFAULT_SAMPLES) -> int:
     >>> [context_rows(n) for n in (16, 1024, 65536)]
     [500000, 262144, 4096]
     """
-    return max(1, min(int(samples), CONTEXT_LOGITS // int(n)))
+    return max(1, min(int(samples), constants.CONTEXT_LOGITS // int(n)))
 
 
 @dataclasses.dataclass
 class VerifyResult:
     """What :func:`run` returns: the claims with their verdicts and the data.
 
-    Every verdict is computed from the measurements by the criteria of
-    :mod:`fastsoftmax.verify.claims`; the tables and summaries are what the
-    verdicts were computed from, and what ``verify --out`` writes.
+    Every verdict is computed from the measurements by the judges of the
+    claims of :data:`CLAIMS`; the tables and summaries are what the verdicts
+    were computed from, and what ``verify --out`` writes.
 
     Parameters
     ----------
     claims : list of Claim
-        The seven claims, in order, each with its evidence, criterion,
-        checks and verdict.
+        The claims of :data:`CLAIMS` the run could judge, in that order,
+        each with its evidence, criterion, checks and verdict.
     literal : dict
         The exact results for [100, 101, 99] (``literal``), [0, 1, -1]
         (``shifted``) and [1000, 1010, 990] (``spread_x10``): p, the
@@ -260,9 +275,12 @@ class VerifyResult:
 
         Examples
         --------
+        A run's report (the README shows a whole one; the example is not run
+        here, the tests run ``verify`` once):
+
         >>> from fastsoftmax import verify
-        >>> res = verify.run(samples=1000, progress=False)
-        >>> print(res.report())                    # doctest: +ELLIPSIS
+        >>> res = verify.run(samples=1000, progress=False)     # doctest: +SKIP
+        >>> print(res.report())                    # doctest: +SKIP
         fastsoftmax ... verify: 1,000 logit vectors per point, 68 points, seed 0 for all ...
         <BLANKLINE>
         softmax([100, 101, 99]) = [0.244728, 0.665241, 0.090031] ...
@@ -297,7 +315,7 @@ class VerifyResult:
 # the experiments
 
 def _literal():
-    x = np.array(LITERAL)
+    x = np.array(constants.LITERAL)
     p = api.softmax(x)
     jac = np.diag(p) - np.outer(p, p)
     out = {}
@@ -337,12 +355,12 @@ class Experiment:
     out : str or path, optional
         A directory for the outputs (created when the run writes them).
     context : bool, default False
-        Add the context-length experiment (claims 10 and 11).
+        Add the context-length experiment (and the claims that need it).
 
     Attributes
     ----------
     plans : list of tuple
-        (experiment name, target, :class:`fastsoftmax.sweep.Plan`) per sweep.
+        (experiment name, target, :class:`fastsoftmax.sweeps.Plan`) per sweep.
     points : int
         The number of points of all plans, the two of the law included.
 
@@ -385,21 +403,23 @@ class Experiment:
         self.out = out
         common: dict[str, Any] = dict(samples=self.samples, seed=self.seed, backend=backend)
         self.plans: list[tuple[str, str, Plan]] = []
-        for target in TARGETS:
+        for target in constants.TARGETS:
             self.plans.append(("dotproduct", target, Plan(
-                models.DotProduct, {"d_k": list(D_K), "scaled": [False, True]},
-                fixed={"n": N}, target=target, **common)))
+                models.DotProduct, {"d_k": list(constants.D_K), "scaled": [False, True]},
+                fixed={"n": constants.N}, target=target, **common)))
         self.plans.append(("shifted", "argmax", Plan(
-            models.Shifted, {"offset": list(OFFSETS)}, fixed={"n": N, "spread": 1.0},
+            models.Shifted, {"offset": list(constants.OFFSETS)},
+            fixed={"n": constants.N, "spread": 1.0},
             dtype="float64", **common)))
         self.plans.append(("gaussian", "argmax", Plan(
-            models.Gaussian, {"scale": list(SCALES)}, fixed={"n": N}, **common)))
+            models.Gaussian, {"scale": list(constants.SCALES)}, fixed={"n": constants.N},
+            **common)))
         self.context_plans: list[Plan] = []
         if self.context:
-            for n in CONTEXT_N:
+            for n in constants.CONTEXT_N:
                 self.context_plans.append(Plan(
                     models.DotProduct, {"scaled": [False, True]},
-                    fixed={"n": n, "d_k": CONTEXT_D_K},
+                    fixed={"n": n, "d_k": constants.CONTEXT_D_K},
                     **dict(common, samples=context_rows(n, self.samples))))
         self.points = sum(len(p.points) for _, _, p in self.plans) + LAW_POINTS + \
             sum(len(p.points) for p in self.context_plans)
@@ -425,8 +445,11 @@ class Experiment:
         Examples
         --------
         >>> from fastsoftmax.verify import prepare
-        >>> res = prepare(samples=1000).run(progress=False)
-        >>> res.verdicts["ce_wrong"]
+        >>> exp = prepare(samples=1000)
+        >>> exp.rows                                # logit vectors it will draw
+        68000
+        >>> res = exp.run(progress=False)           # doctest: +SKIP
+        >>> res.verdicts["ce_wrong"]                # doctest: +SKIP
         'holds'
         """
         import numba
@@ -457,9 +480,10 @@ class Experiment:
             predictions["claims"] = pc
             theory_seconds = time.perf_counter() - t1
             run_plans([("law", "argmax", Plan(models.Gaussian, {"scale": [pc["sigma_star"]]},
-                                              fixed={"n": N}, **common)),
+                                              fixed={"n": constants.N}, **common)),
                        ("law", "argmax", Plan(models.DotProduct, {"d_k": [pc["dk_point"]]},
-                                              fixed={"n": N, "scaled": False}, **common))])
+                                              fixed={"n": constants.N, "scaled": False},
+                                              **common))])
             if self.context:
                 t1 = time.perf_counter()
                 predictions["context"] = _predict.context_predictions()
@@ -480,16 +504,17 @@ class Experiment:
                                           for k, d in literal.items()])
         meta = dict(version=__version__, samples=self.samples, seed=self.seed,
                     backend=self.backend, threads=numba.get_num_threads(), points=self.points,
-                    seconds=seconds, theory_seconds=theory_seconds, n=N, d_k=list(D_K),
-                    offsets=list(OFFSETS), scales=list(SCALES), z=Z, level=LEVEL,
+                    seconds=seconds, theory_seconds=theory_seconds, n=constants.N,
+                    d_k=list(constants.D_K), offsets=list(constants.OFFSETS),
+                    scales=list(constants.SCALES), z=constants.Z, level=constants.LEVEL,
                     law_order=_predict.ORDER, context=self.context)
         if self.context:
-            meta.update(context_n=list(CONTEXT_N), context_d_k=CONTEXT_D_K,
+            meta.update(context_n=list(constants.CONTEXT_N), context_d_k=constants.CONTEXT_D_K,
                         context_rows={str(p.points[0].model.n): p.samples
                                       for p in self.context_plans},
                         context_points=sum(len(p.points) for p in self.context_plans),
                         context_seconds=context_seconds)
-        claims = _claims(summaries, literal, predictions)
+        claims = judge_claims(CLAIMS, Evidence(summaries, literal, predictions))
         tables["verdicts"] = pd.DataFrame([dict(key=c.key, claim=c.claim, evidence=c.evidence,
                                                 verdict=c.verdict, criterion=c.criterion)
                                            for c in claims])
@@ -553,9 +578,9 @@ def run(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto", ou
 
     The claims of the module docstring, measured: 68 points of the
     DotProduct, Shifted and Gaussian models with one seed, and a verdict
-    per claim computed by the criteria of :mod:`fastsoftmax.verify.claims`
+    per claim of :data:`CLAIMS` computed by its judge
     (holds beyond 4 standard errors, fails if contradicted beyond 4,
-    inconclusive otherwise); claims 8 and 9 against the saturation law of
+    inconclusive otherwise); the law's claims against the saturation law of
     :mod:`fastsoftmax.theory` (needs SciPy), within its stated accuracy.
 
     Parameters
@@ -575,7 +600,7 @@ def run(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto", ou
     client : distributed.Client, optional
         Passed on to every simulation.
     context : bool, default False
-        Add the context-length experiment (claims 10 and 11; about 10 s on
+        Add the context-length experiment (and its claims; about 10 s on
         two cores at the default samples).
 
     Returns
@@ -600,18 +625,24 @@ def run(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto", ou
 
     Examples
     --------
+    The claims it judges, without and with ``context=True`` (what
+    :func:`prepare` checks first, nothing run):
+
     >>> from fastsoftmax import verify
-    >>> res = verify.run(samples=1000, progress=False)
-    >>> [c.key for c in res.claims]     # doctest: +NORMALIZE_WHITESPACE
+    >>> [s.key for s in verify.CLAIMS if "context" not in s.needs]  # doctest: +NORMALIZE_WHITESPACE
     ['paper', 'fix', 'literal', 'offset', 'ce_right', 'ce_wrong', 'scale', 'law_dk',
      'law_scale']
-    >>> res.verdicts["paper"], res.verdicts["literal"]
+    >>> [s.key for s in verify.CLAIMS if "context" in s.needs]
+    ['context_saturation', 'context_rem']
+    >>> verify.prepare(samples=1000).points, verify.prepare(samples=1000, context=True).points
+    (68, 82)
+
+    A run (not run here: the tests run ``verify`` once):
+
+    >>> res = verify.run(samples=1000, progress=False)         # doctest: +SKIP
+    >>> res.verdicts["paper"], res.verdicts["literal"]          # doctest: +SKIP
     ('holds', 'holds')
-    >>> sorted(res.tables)
+    >>> sorted(res.tables)                                      # doctest: +SKIP
     ['dotproduct', 'gaussian', 'law', 'literal', 'shifted', 'verdicts']
-    >>> res.meta["samples"], res.meta["points"], len(res.summaries["dotproduct"])
-    (1000, 68, 42)
-    >>> round(res.predictions["claims"]["sigma_star"], 2)
-    49.23
     """
     return prepare(samples, seed, backend, out, context).run(progress=progress, client=client)

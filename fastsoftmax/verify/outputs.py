@@ -1,12 +1,21 @@
 """What ``verify --out DIR`` writes: tables (CSV, Parquet), summary.json, every
-point's Summary (gzipped JSON) and the PNG plots."""
+point's Summary (gzipped JSON) and the PNG plots.
+
+The points' tables (``dotproduct``, ``shifted``, ``gaussian``, ``law``,
+``context``) are the sweeps' frames: one row per point, its parameters and
+``Summary.record()`` (the one flat record of a Summary, the columns of every
+table); ``literal`` and ``verdicts`` are verify's own.
+"""
+from __future__ import annotations
+
 import gzip
 import json
 import os
+from typing import Any
 
 
-def write_outputs(res, out):
-    """Tables (CSV and Parquet), summary.json and the PNG plots into ``out``."""
+def write_outputs(res: Any, out: str) -> list[str]:
+    """Tables (CSV and Parquet), summary.json, summaries.json.gz and the PNG plots into ``out``."""
     from .. import plot
     os.makedirs(out, exist_ok=True)
     written = []

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .claims import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
+from .constants import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
 
 ORDER = 1
 OBS = "jac_diag_max"
@@ -33,22 +33,22 @@ def claim_predictions() -> dict[str, Any]:
     from .. import theory
     t0 = time.perf_counter()
     dk = np.array(D_K, dtype=float)
-    unscaled = theory.Law.dot_product(N, dk, False)
-    lo, hi = unscaled.fraction_bounds(OBS, LEVEL)
-    rel, ab = unscaled.stated_accuracy("fraction_below", ORDER)
-    slo, shi = theory.Law.dot_product(N, dk, True).fraction_bounds(OBS, LEVEL)
+    unscaled = theory.Law.dot_product(N, dk, False).observable(OBS, order=ORDER)
+    lo, hi = unscaled.bounds(LEVEL)
+    rel, ab = unscaled.stated_accuracy()
+    slo, shi = theory.Law.dot_product(N, dk, True)[OBS].bounds(LEVEL)
     sigma_star = _f(theory.critical_scale(LEVEL, N, OBS, ORDER))
     dk_star = _f(theory.critical_d_k(LEVEL, N, OBS, order=ORDER))
     dk_point = int(round(dk_star))
     live = np.isfinite(rel)
     # one chi^2-mixture evaluation: the d_k in the domain and the point d_k*
-    frac = theory.Law.dot_product(N, np.r_[dk[live], dk_point], False).fraction_below(
-        OBS, LEVEL, order=ORDER)
+    frac = theory.Law.dot_product(N, np.r_[dk[live], dk_point], False).observable(
+        OBS, order=ORDER).cdf(LEVEL)
     pred = np.full(dk.shape, math.nan)
     pred[live] = frac[:-1]
-    g_rel, _ = theory.Law.gaussian(N, sigma_star).stated_accuracy("fraction_below", ORDER)
-    d_rel, _ = theory.Law.dot_product(N, dk_point, False).stated_accuracy("fraction_below",
-                                                                          ORDER)
+    g_rel, _ = theory.Law.gaussian(N, sigma_star).observable(OBS, order=ORDER).stated_accuracy()
+    d_rel, _ = theory.Law.dot_product(N, dk_point, False).observable(
+        OBS, order=ORDER).stated_accuracy()
     return dict(
         order=ORDER, obs=OBS, level=LEVEL, n=N,
         dk={int(d): dict(predicted=_f(pred[i]), rel=_f(rel[i]), abs=_f(ab[i]), lo=_f(lo[i]),
@@ -82,20 +82,20 @@ def context_predictions() -> dict[str, Any]:
     for scaled in (False, True):
         L = theory.Law.dot_product(ns, CONTEXT_D_K, scaled)
         typ = L.typical_scale()
-        ent = L.rem_entropy()
-        mp = L.rem_max_prob()
+        entl, mpl = L.rem["entropy"], L.rem["max_prob"]
+        ent, mp = entl.mean(), mpl.mean()
         with np.errstate(invalid="ignore"):
-            med = L.rem_max_prob_median()
-        emax = L.expected_max()
-        lo, hi = L.fraction_bounds(OBS, LEVEL)
-        rel_f, ab_f = L.stated_accuracy("fraction_below", ORDER)
+            med = mpl.median()
+        emax = L.rem.expected_max()
+        lo, hi = L[OBS].bounds(LEVEL)
+        rel_f, ab_f = L.observable(OBS, order=ORDER).stated_accuracy()
         live = np.isfinite(rel_f)
         frac = np.full(ns.shape, math.nan)
         if live.any():
-            frac[live] = theory.Law.dot_product(ns[live], CONTEXT_D_K, scaled).fraction_below(
-                OBS, LEVEL, order=ORDER)
-        rel_e, ab_e = L.stated_accuracy("rem_entropy")
-        rel_m, ab_m = L.stated_accuracy("rem_max_prob")
+            frac[live] = theory.Law.dot_product(ns[live], CONTEXT_D_K, scaled).observable(
+                OBS, order=ORDER).cdf(LEVEL)
+        rel_e, ab_e = entl.stated_accuracy()
+        rel_m, ab_m = mpl.stated_accuracy()
         sc = theory.freezing_scale(ns)
         for i, n in enumerate(CONTEXT_N):
             out[f"{'scaled' if scaled else 'unscaled'}:{n}"] = dict(

@@ -1,7 +1,10 @@
-"""The text report of ``verify``."""
+"""The text report of ``verify``: the literal vector, the tables, the claims, the criteria."""
 import math
 
-from .claims import CONTEXT_D_K, D_K, HOLDS, INCONCLUSIVE, LEVEL, N, TARGETS, _pick
+from .constants import CONTEXT_D_K, D_K, LEVEL, N, TARGETS
+from .criteria import HOLDS, INCONCLUSIVE
+from .paper import ContextPrediction, DkPredictions
+from .registry import Evidence
 
 
 def _wrap(text, width):
@@ -10,10 +13,8 @@ def _wrap(text, width):
 
 
 def _law_cell(q):
-    """The law's fraction at a d_k: its prediction where it states an
-    accuracy, else (< its exact upper bound)."""
-    if q is None:
-        return ""
+    """The law's fraction at a d_k (``DkPredictions.dk[d_k]``): its prediction
+    where it states an accuracy, else (< its exact upper bound)."""
     if math.isfinite(q["predicted"]) and math.isfinite(q["rel"]):
         return f"{q['predicted']:.4f}"
     return f"(<{q['hi']:.2g})"
@@ -22,7 +23,7 @@ def _law_cell(q):
 def format_report(res, width=100):
     m = res.meta
     P = getattr(res, "predictions", None) or {}
-    pc = P.get("claims")
+    pc = DkPredictions.of(P["claims"]) if P.get("claims") else None
     lines = [f"fastsoftmax {m['version']} verify: {m['samples']:,} logit vectors per point, "
              f"{m['points']} points, seed {m['seed']} for all (common random numbers), "
              f"backend {m['backend']}, {m['threads']} threads: {m['seconds']:.1f} s"
@@ -37,25 +38,25 @@ def format_report(res, width=100):
         lines.append("   " + "  ".join(f"{v:+.6f}" for v in row))
     lines.append("")
 
-    S = res.summaries
+    ev = Evidence(res.summaries, res.literal, P)
     lines.append(f"DotProduct, n={N}, per d_k: median jac_diag_max [fraction below "
                  f"{LEVEL:g}] and median cross-entropy 1 - p_y per target"
-                 + (f"; law: the saturation law's fraction (order {pc['order']}), "
+                 + (f"; law: the saturation law's fraction (order {pc.order}), "
                     "(< its exact bound) outside its domain" if pc else ""))
     lines.append(f"{'d_k':>6}  {'unscaled':>18}  {'law' if pc else '':>8}  {'scaled':>18}   "
                  f"{'1-p_y argmax':>12} {'random':>8} {'sampled':>9}  (unscaled)")
     for d in D_K:
         cells = []
         for scaled in (False, True):
-            s = _pick(S, "dotproduct", d_k=d, scaled=scaled, target="argmax")["jac_diag_max"]
+            s = ev.point("dotproduct", d_k=d, scaled=scaled, target="argmax")["jac_diag_max"]
             cells.append(f"{s.median:9.3g} [{s.fraction_below(LEVEL):5.3f}]")
-        ce = [_pick(S, "dotproduct", d_k=d, scaled=False, target=t)["ce_grad_target"].median
+        ce = [ev.point("dotproduct", d_k=d, scaled=False, target=t)["ce_grad_target"].median
               for t in TARGETS]
-        law = _law_cell(pc["dk"][d]) if pc else ""
+        law = _law_cell(pc.dk[d]) if pc else ""
         lines.append(f"{d:>6}  {cells[0]:>18}  {law:>8}  {cells[1]:>18}   {ce[0]:>12.3g} "
                      f"{ce[1]:>8.3g} {ce[2]:>9.3g}")
     lines.append("")
-    if "context" in S and P.get("context"):
+    if ev.has(["context"], ["context"]):
         lines.extend(_context_table(res, P["context"], width))
         lines.append("")
 
@@ -108,24 +109,24 @@ def _context_table(res, pcx, width=100):
             f"{'E[max logit]':>13}"]
     for scaled in (False, True):
         key = "scaled" if scaled else "unscaled"
-        title = f"{key} (typical logit scale {pcx[f'{key}:{ns[0]}']['scale']:.3g}):"
+        scale = ContextPrediction.at(pcx, scaled, ns[0]).scale
+        title = f"{key} (typical logit scale {scale:.3g}):"
         tab1.append(title)
         tab2.append(title)
         for n in ns:
             s = rows[(scaled, n)]
-            q = pcx[f"{key}:{n}"]
+            q = ContextPrediction.at(pcx, scaled, n)
             e, mp, j = s["entropy"], s["max_prob"], s["jac_diag_max"]
-            left = f"{n:>6} {s.samples:>8,} {q['m']:>5.2f} {q['phase']:>9}"
-            ent = f"{e.mean:.4f} {_pred(q['entropy']['predicted'], q['entropy'], '.4f')}"
-            mpm = f"{mp.mean:.4f} " \
-                  f"{_pred(q['max_prob_mean']['predicted'], q['max_prob_mean'], '.4f')}"
-            med = f"{mp.median:.4f} {_pred(q['max_prob_median'], None, '.4f')}"
+            left = f"{n:>6} {s.samples:>8,} {q.m:>5.2f} {q.phase:>9}"
+            ent = f"{e.mean:.4f} {_pred(q.entropy['predicted'], q.entropy, '.4f')}"
+            mpm = f"{mp.mean:.4f} {_pred(q.max_prob_mean['predicted'], q.max_prob_mean, '.4f')}"
+            med = f"{mp.median:.4f} {_pred(q.max_prob_median, None, '.4f')}"
             tab1.append(f"{left}  {ent:>19}  {mpm:>17}  {med:>17}")
-            b = q["below"]
+            b = q.below
             frac = f"{j.fraction_below(LEVEL):.4f} " + (
                 _pred(b["predicted"], b, ".4f") if math.isfinite(b["predicted"])
                 else f"(<{b['hi']:.1g})")
-            em = f"({q['expected_max']:.3g}, {q['expected_max_leading']:.3g})"
+            em = f"({q.expected_max:.3g}, {q.expected_max_leading:.3g})"
             tab2.append(f"{left}  {j.median:>19.3g}  {frac:>18}  {em:>13}")
     out.extend("  " + w for w in _wrap(
         "entropy and mean max_prob: random energy model (diffuse ln n - sigma^2/2 + 1/n term; "

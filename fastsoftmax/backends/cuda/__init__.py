@@ -5,8 +5,9 @@ This package is the only place in fastsoftmax that imports ``numba.cuda``
 ``numba-cuda-mlir``) by rewriting it alone: ``_kernels`` (device code and
 kernels), ``_device`` (device arrays as rows), ``_geometry`` and ``_launch``
 (the host side), ``_settings`` (the knobs).  This module imports none of them
-until asked.  Entry points (the contract of :mod:`..common`), called by
-:mod:`fastsoftmax.api` after it has validated the arguments:
+until asked.  The backend object (:class:`CUDABackend`, the contract of
+:mod:`..common`) is called by :mod:`fastsoftmax.api` after it has validated
+the arguments:
 
 * :func:`status` -- is a GPU usable, and if not, why (never raises).
 * ``summarize_model`` -- the accumulator of rows ``[row0, row0 + samples)``
@@ -15,6 +16,7 @@ until asked.  Entry points (the contract of :mod:`..common`), called by
   array (anything with ``__cuda_array_interface__``: numba, CuPy, PyTorch),
   read in place on the device.
 * ``softmax`` -- softmax / log-softmax of a device array, on the device.
+* ``to_host`` -- a device array's contents (labels) in host memory.
 
 Same numbers as the CPU
 -----------------------
@@ -77,6 +79,13 @@ small (the simulator runs every thread as a Python thread).
 from __future__ import annotations
 
 import functools
+from typing import Any
+
+import numpy as np
+
+from ..._inputs import as_float_array, is_device_array
+from ...accumulate import Accumulator
+from ..common import ArrayJob, ModelJob, is_host_array, unsupported
 
 __all__ = ["status", "backend"]
 
@@ -94,32 +103,64 @@ def status() -> tuple[bool, str]:
 
 
 class CUDABackend:
-    """The CUDA backend (see :mod:`..common`)."""
+    """The CUDA backend (the contract of :class:`..common.Backend`): device
+    arrays read in place, host arrays streamed to the device; per-row
+    ``observables`` are not computed on the GPU."""
     name = "cuda"
+    takes = ("CUDA device arrays (__cuda_array_interface__: numba, CuPy, PyTorch), "
+             "and host arrays with backend='cuda'")
+    description = "numba.cuda kernels on this machine's GPU"
+    operations = frozenset({"summarize_array", "summarize_model", "softmax", "to_host"})
+    inner = None
 
-    def summarize_array(self, x, job, progress=None):
+    def can_take(self, x: Any) -> bool:
+        return is_device_array(x) or is_host_array(x)
+
+    def array_info(self, x: Any) -> tuple[Any, tuple[int, ...], np.dtype]:
+        if not is_device_array(x):
+            x, _, _ = as_float_array(x)
+            return x, x.shape, x.dtype
+        cai = getattr(x, "__cuda_array_interface__", None)
+        if cai is None:                                  # the CUDA simulator's arrays
+            return x, tuple(int(s) for s in x.shape), np.dtype(x.dtype)
+        return x, tuple(int(s) for s in cai["shape"]), np.dtype(cai["typestr"])
+
+    def validate(self, job: ArrayJob | ModelJob, progress: Any) -> None:
+        if job.chunk is not None:
+            raise ValueError("chunk (rows per CPU kernel call) is not used by the CUDA "
+                             "backend: leave it out")
+
+    def summarize_array(self, x: Any, job: ArrayJob, progress: Any = None) -> Accumulator:
         from . import _launch
         return _launch.summarize_array(x, job, progress)
 
-    def summarize_model(self, job, progress=None):
+    def summarize_model(self, job: ModelJob, progress: Any = None) -> Accumulator:
         from . import _launch
         return _launch.summarize_model(job, progress)
 
-    def softmax(self, x, axes, log):
+    def softmax(self, x: Any, axes: tuple, log: bool) -> Any:
         from . import _launch
         return _launch.softmax(x, axes, log)
 
-    def to_host(self, a):
+    def observables(self, x: Any, job: ArrayJob) -> np.ndarray:
+        raise unsupported(self, "observables")
+
+    def to_host(self, a: Any) -> np.ndarray:
         from . import _launch
         return _launch.to_host(a)
+
+    def status(self) -> tuple[bool, str]:
+        return status()
+
+    def info(self) -> dict[str, Any]:
+        ok, why = status()
+        return {"cuda": ("available: " if ok else "not available: ") + " ".join(why.split())}
 
 
 _BACKEND = CUDABackend()
 
 
 def backend() -> CUDABackend:
-    """The CUDA backend; RuntimeError saying why when no GPU is usable."""
-    ok, why = status()
-    if not ok:
-        raise RuntimeError(f"backend='cuda' is not usable: {why}")
+    """The CUDA backend object, usable here or not: ``status()`` says
+    (``fastsoftmax.backends.get_backend("cuda")`` raises when it is not)."""
     return _BACKEND

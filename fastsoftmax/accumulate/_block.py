@@ -1,0 +1,98 @@
+"""One block of rows into the arrays of every part (the kernels' inner loop).
+
+:func:`block_reduce` is inlined into the backends' compiled kernels: it
+fills a block's moments (the leaves the :class:`~fastsoftmax.accumulate.MomentTree`
+combines) and adds to a thread's running extremes, threshold counts and
+sketch counts, the arrays the backends then hand to an accumulator's parts.
+"""
+import numpy as np
+from numba.extending import register_jitable
+
+from .._math import NOBS, obs_log10, obs_value
+from .._simd import chan_ss, chan_stats, vector_width
+from .._sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast
+from .._vmath import fmax, fmin
+from ._moments import NCH
+
+__all__ = ["block_reduce"]
+
+_I_BELOW_A_F = float(I_BELOW_A)
+
+
+@register_jitable(error_model="numpy")
+def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, sk_hi, sk_ninf,
+                 sk_start):
+    """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
+    rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
+    min/max/infinite counts, threshold counts and sketch counts.
+
+    ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed in two
+    passes (mean, then squared deviations) over the finite values, rows in 16
+    float64 lanes folded by a fixed tree (``_simd.chan_stats`` / ``chan_ss``):
+    the order is the code's, the same bits on every CPU.  Counts are
+    integers; min/max are exact in any order.  Every loop but the sketch's
+    scatter vectorizes.
+    The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` counts bucket i of
+    observable k, ``sk_lo``/``sk_hi`` the range touched, ``sk_ninf`` the -inf
+    values; region-B buckets (rare) need a log and are found in the scatter.
+    """
+    vector_width()
+    for k in range(NOBS):
+        for r in range(nr):
+            lk = lam[k, r]
+            val[k, r] = obs_value(lk)
+            val[NOBS + k, r] = obs_log10(lk)
+    for c in range(NCH):
+        cnt, s, ninf, mn, mx = chan_stats(val, c, nr)
+        mean = s / cnt if cnt > 0 else 0.0
+        mom[c, 0] = cnt
+        mom[c, 1] = mean
+        mom[c, 2] = chan_ss(val, c, nr, mean)
+        vmin[c] = fmin(vmin[c], mn)
+        vmax[c] = fmax(vmax[c], mx)
+        nonf[c] += ninf
+    nt = thr.shape[0]
+    for k in range(NOBS):
+        for j in range(nt):
+            tj = thr[j]
+            cb = 0
+            for r in range(nr):
+                cb += 1 if val[k, r] < tj else 0
+            below[k, j] += cb
+        # bucket indices (branch-free, vectorized); how many fall below region
+        # A (-inf, region B or NaN) and the range of the others
+        below_a = 0
+        bmin = np.inf
+        bmax = -np.inf
+        for r in range(nr):
+            b = bucket_fast(val[NOBS + k, r])
+            val[NCH, r] = b
+            below_a += 1 if b == _I_BELOW_A_F else 0
+        for r in range(nr):
+            b = val[NCH, r]
+            bmin = fmin(bmin, np.inf if b == _I_BELOW_A_F else b)
+            bmax = fmax(bmax, -np.inf if b == _I_BELOW_A_F else b)
+        if below_a == 0:
+            # the common case: a bare scatter (region A, "above" and +inf)
+            for r in range(nr):
+                hist[k, int(val[NCH, r]) - sk_start] += 1
+            sk_lo[k] = min(sk_lo[k], int(bmin) - sk_start)
+            sk_hi[k] = max(sk_hi[k], int(bmax) - sk_start)
+            continue
+        lo = sk_lo[k]
+        hi = sk_hi[k]
+        for r in range(nr):
+            lv = val[NOBS + k, r]
+            if lv == lv:
+                i = int(val[NCH, r])
+                if i == I_BELOW_A:
+                    i = bucket_below(lv)
+                    if i == I_NEGINF:
+                        sk_ninf[k] += 1
+                        continue
+                i -= sk_start
+                hist[k, i] += 1
+                lo = i if i < lo else lo
+                hi = i if i > hi else hi
+        sk_lo[k] = lo
+        sk_hi[k] = hi
