@@ -339,7 +339,7 @@ def law_below(spread, context, per_decade=16):
     lo, hi = np.log10(spread[ok].min()), np.log10(spread[ok].max())
     grid = np.logspace(lo, hi, max(2, int(np.ceil((hi - lo) * per_decade)) + 1))
     n = np.arange(1, context + 1)[:, None]
-    f = theory.Law.gaussian(n, grid[None, :]).fraction_below("jac_diag_max", LEVEL).mean(axis=0)
+    f = theory.Law.gaussian(n, grid[None, :])["jac_diag_max"].cdf(LEVEL).mean(axis=0)
     out[ok] = np.exp(np.interp(np.log10(spread[ok]), np.log10(grid), np.log(f)))
     return out
 

@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch", reason="the probe's integrations need torch
 pd = pytest.importorskip("pandas", reason="probe frames are pandas DataFrames")
 
 from fastsoftmax.torch import AttentionProbe  # noqa: E402
-from fastsoftmax import torch_callbacks as tc  # noqa: E402
+from fastsoftmax import torch as tc  # noqa: E402
+from fastsoftmax.torch import callbacks as tcb  # noqa: E402
 
 KEYS = ("max_logit", "jac_diag_max_log10_q0.5", "entropy_mean", "jac_diag_max_below_1e-06")
 
@@ -149,13 +150,13 @@ def test_trainer_callback_outputs_untouched(tmp_path):
 
 def test_callback_arguments():
     with pytest.raises(ValueError, match="every"):
-        tc._Driver(0, "attention", {})
+        tcb._Driver(0, "attention", {})
     with pytest.raises(TypeError, match="every"):
-        tc._Driver(1, "attention", {"every": 3})
+        tcb._Driver(1, "attention", {"every": 3})
     with pytest.raises(TypeError, match="model"):
-        tc._Driver(1, "attention", {"model": None})
+        tcb._Driver(1, "attention", {"model": None})
     with pytest.raises(ValueError):
-        tc._Driver(1, "attention", {"target": "random"})
+        tcb._Driver(1, "attention", {"target": "random"})
 
 
 # --------------------------------------------------------------------------
@@ -230,6 +231,14 @@ class _FakeWriter:
 
     def add_histogram(self, tag, values, step):
         self.hists.append((tag, np.asarray(values), step))
+
+
+def test_probe_log_method_is_log_probe():
+    probe = _probed()
+    w1, w2 = _FakeWriter(), _FakeWriter()
+    assert probe.log(w1, 5, histograms=True) == tc.log_probe(probe, w2, 5, histograms=True)
+    assert [(t, v, s) for t, v, s in w1.scalars] == [(t, v, s) for t, v, s in w2.scalars]
+    assert len(w1.scalars) > 0 and len(w1.hists) == len(w2.hists) > 0
 
 
 def test_log_probe_fake_writer():
@@ -319,9 +328,9 @@ def test_probe_scalars_by_head():
 def test_lazy_classes_import_nothing():
     import subprocess
     import sys
-    code = ("import sys, fastsoftmax.torch_callbacks as tc; "
+    code = ("import sys, fastsoftmax.torch as tc, fastsoftmax.torch.callbacks as tcb; "
             "assert 'transformers' not in sys.modules and 'lightning' not in sys.modules; "
-            "tc.key_frame; print('ok')")
+            "tc.key_frame; tcb.__name__; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
     with pytest.raises(AttributeError, match="nothing"):

@@ -72,9 +72,26 @@ except ImportError as exc:     # pragma: no cover - exercised in a subprocess
     raise ImportError(
         "fastsoftmax.torch needs PyTorch: pip install 'fastsoftmax[torch]'") from exc
 
+from typing import Any
+
+from ._logging import KEY_COLUMNS, SCALAR_COLUMNS, key_frame, log_probe, probe_scalars
 from ._probe import CHUNK_LOGITS, STATISTICS, AttentionProbe  # noqa: F401
 
-# documented (and doctested) where users import it from
+# documented (and doctested) where users import them from
 AttentionProbe.__module__ = __name__
+for _f in (key_frame, log_probe, probe_scalars):
+    _f.__module__ = __name__
 
-__all__ = ["AttentionProbe", "CHUNK_LOGITS"]
+# ProbeCallback and LightningProbeCallback (fastsoftmax.torch.callbacks) are
+# reached as attributes too, built on first access
+__all__ = ["AttentionProbe", "CHUNK_LOGITS", "KEY_COLUMNS", "SCALAR_COLUMNS", "key_frame",
+           "log_probe", "probe_scalars"]
+
+
+def __getattr__(name: str) -> Any:
+    # the callbacks subclass transformers' and lightning's classes: built on
+    # first access, so that importing the probe imports neither library
+    if name in ("ProbeCallback", "LightningProbeCallback"):
+        from . import callbacks
+        return getattr(callbacks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ from ..summary import Summary
 from . import _intercept as _ic
 from . import _logits as _lg
 from ._aggregate import Aggregator
+from ._logging import log_probe
 
 __all__ = ["AttentionProbe", "CHUNK_LOGITS", "STATISTICS"]
 
@@ -384,6 +385,53 @@ class AttentionProbe:
             raise ValueError(f"by must be 'head' or 'module', got {by!r}")
         self._flush()
         return pd.DataFrame(self._agg.records(by), columns=self._agg.columns(by))
+
+    def log(self, writer: Any, step: int, *, prefix: str = "attention",
+            histograms: bool = False) -> dict[str, float]:
+        """Write the current figures to a SummaryWriter-like object.
+
+        The same as :func:`fastsoftmax.torch.log_probe` of this probe: one
+        ``writer.add_scalar(tag, value, step)`` per module and key scalar
+        (largest logit, median log10 jac_diag_max, mean entropy, fraction of
+        rows with jac_diag_max below 1e-6), tags ``<prefix>/<module>/<column>``.
+        Call it before :meth:`snapshot`, which starts the figures afresh.
+
+        Parameters
+        ----------
+        writer : object
+            Anything with ``add_scalar(tag, value, step)`` (and
+            ``add_histogram`` for ``histograms``).
+        step : int
+            The global step of the scalars.
+        prefix : str, default "attention"
+            The first part of every tag.
+        histograms : bool, default False
+            Also write histograms of log10 jac_diag_max per module.
+
+        Returns
+        -------
+        dict of str to float
+            The scalars written (empty when nothing was probed).
+
+        Examples
+        --------
+        >>> import torch
+        >>> from fastsoftmax.torch import AttentionProbe
+        >>> class Writer:
+        ...     def __init__(self):
+        ...         self.tags = []
+        ...     def add_scalar(self, tag, value, step):
+        ...         self.tags.append(tag)
+        >>> mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        >>> x = torch.randn(2, 5, 8)
+        >>> with AttentionProbe(mha) as probe:
+        ...     _ = mha(x, x, x, need_weights=False)
+        >>> w = Writer()
+        >>> _ = probe.log(w, step=0)
+        >>> w.tags[0]
+        'attention/MultiheadAttention/max_logit'
+        """
+        return log_probe(self, writer, step, prefix=prefix, histograms=histograms)
 
     def snapshot(self, step: Any = None) -> Any:
         """Append the current figures to :attr:`history` and start afresh.
