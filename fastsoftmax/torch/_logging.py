@@ -34,6 +34,12 @@ def _key_columns(columns) -> list[str]:
 def key_frame(frame: Any) -> Any:
     """The short view of a probe frame or history: its key columns.
 
+    A probe frame has about 200 columns (every statistic of every
+    observable); the short view keeps those a training log needs: the step,
+    the module and head, the counts, the largest logit, the median log10
+    jac_diag_max, the mean entropy and the fraction of rows with
+    jac_diag_max below 1e-6.
+
     Parameters
     ----------
     frame : pandas.DataFrame
@@ -67,6 +73,11 @@ def key_frame(frame: Any) -> Any:
 
 def probe_scalars(frame: Any, prefix: str = "attention") -> dict[str, float]:
     """The key scalars of a probe frame, as ``{tag: value}``.
+
+    One entry per row of the frame (a module, or a module's head) and per
+    column of :data:`SCALAR_COLUMNS`, tagged ``<prefix>/<module>/<column>``
+    (``<prefix>/<module>/<head>/<column>`` for a frame by head): the values
+    :func:`log_probe` and the training callbacks write.
 
     Parameters
     ----------
