@@ -91,7 +91,8 @@ class _Tokens(torch.utils.data.Dataset):
         return {"input_ids": self.x[i], "labels": self.x[i]}
 
 
-def test_trainer_callback_tensorboard(tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["attach", "callbacks"])
+def test_trainer_callback_tensorboard(tmp_path, monkeypatch, how):
     pytest.importorskip("tensorboard", reason="report_to=['tensorboard'] needs tensorboard")
     transformers, model = _tiny_gpt2()
     logdir = tmp_path / "tb"
@@ -100,10 +101,14 @@ def test_trainer_callback_tensorboard(tmp_path, monkeypatch):
         output_dir=str(tmp_path / "out"), max_steps=6, per_device_train_batch_size=4,
         learning_rate=1e-3, report_to=["tensorboard"], logging_steps=100,
         save_strategy="no", disable_tqdm=True, use_cpu=True, seed=0)
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=_Tokens())
+    cb = tc.ProbeCallback(every=2)
+    # passed to the Trainer as any callback, or attached after it is made
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=_Tokens(),
+                                   callbacks=[cb] if how == "callbacks" else None)
     if "logging_dir" in transformers.TrainingArguments.__dataclass_fields__:
         trainer.args.logging_dir = str(logdir)
-    cb = tc.ProbeCallback(every=2).attach(trainer)
+    if how == "attach":
+        assert cb.attach(trainer) is cb
     assert isinstance(cb, transformers.TrainerCallback)
     trainer.train()
     h = cb.history
@@ -118,15 +123,11 @@ def test_trainer_callback_tensorboard(tmp_path, monkeypatch):
     _check_logged(cb, _events(logdir), "train/attention/")
 
 
-def test_trainer_callback_needs_attach(tmp_path):
-    transformers, model = _tiny_gpt2()
-    args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=1,
-                                          report_to=[], save_strategy="no",
-                                          disable_tqdm=True, use_cpu=True)
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=_Tokens(),
-                                   callbacks=[tc.ProbeCallback()])
+def test_trainer_callback_outside_a_trainer_says_attach():
+    _tiny_gpt2()
+    cb = tc.ProbeCallback()
     with pytest.raises(RuntimeError, match="attach"):
-        trainer.train()
+        cb.on_train_begin(None, None, None, model=torch.nn.Linear(2, 2))
 
 
 def test_trainer_callback_outputs_untouched(tmp_path):

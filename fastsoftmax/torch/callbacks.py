@@ -147,11 +147,12 @@ _DOC_HF = """A transformers ``TrainerCallback`` that probes every k-th training 
     -----
     A ``TrainerCallback`` is given no handle on its Trainer, and callbacks
     passed to ``Trainer(callbacks=...)`` run after the reporters: so the
-    callback logs through the Trainer it is attached to,
-    ``ProbeCallback(every=10).attach(trainer)`` (which also adds it to the
-    Trainer); training without it attached raises a RuntimeError at
-    ``on_train_begin``.  Under gradient accumulation the first micro-batch of
-    a probed step is probed.
+    callback logs its scalars through ``trainer.log``, which every reporter
+    receives.  ``Trainer(callbacks=[ProbeCallback(every=10)])`` finds its
+    Trainer when training begins (the Trainer's loop calls it);
+    ``ProbeCallback(every=10).attach(trainer)`` names it explicitly (and adds
+    the callback to it).  Under gradient accumulation the first micro-batch
+    of a probed step is probed.
 
     Examples
     --------
@@ -227,6 +228,19 @@ _DOC_PL = """A Lightning ``Callback`` that probes every k-th training step.
     """
 
 
+def _calling_trainer() -> Any:
+    import sys
+
+    from transformers import Trainer
+    frame = sys._getframe(1)
+    while frame is not None:
+        obj = frame.f_locals.get("self")
+        if isinstance(obj, Trainer):
+            return obj
+        frame = frame.f_back
+    return None
+
+
 def _transformers_class() -> type:
     from transformers import TrainerCallback
 
@@ -294,6 +308,11 @@ def _transformers_class() -> type:
             **kwargs
                 The Trainer's other objects.
             """
+            if self.trainer is None:
+                # Trainer(callbacks=[ProbeCallback()]): a TrainerCallback is handed
+                # no Trainer, but this event is called from the Trainer's own
+                # training loop, so the Trainer is ``self`` of a calling frame
+                self.trainer = _calling_trainer()
             if self.trainer is None:
                 raise RuntimeError("ProbeCallback logs through its Trainer: attach it with "
                                    "ProbeCallback(every=...).attach(trainer) before training")
