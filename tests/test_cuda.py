@@ -580,8 +580,11 @@ def test_kernels_compiled_without_fastmath(sim):
 
 
 def test_simulator_runtime_budget(sim):
+    # a guard against the simulated cases growing without bound (they take
+    # ~40 s on two idle cores), not a timing: the suite runs on every core, so
+    # the simulator shares them with another test file
     total = sum(v.get("_seconds", 0) for v in sim.values() if isinstance(v, dict))
-    assert total < 150, total
+    assert total < 450, total
 
 
 def test_cuda_backend_without_gpu():
