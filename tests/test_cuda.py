@@ -580,9 +580,9 @@ def test_kernels_compiled_without_fastmath(sim):
 
 
 def test_simulator_runtime_budget(sim):
-    # a guard against the simulated cases growing without bound (they take
-    # ~40 s on two idle cores), not a timing: the suite runs on every core, so
-    # the simulator shares them with another test file
+    # a guard against the simulated cases growing without bound, not a
+    # timing: the suite runs on every core, so the simulator shares them with
+    # another test file
     total = sum(v.get("_seconds", 0) for v in sim.values() if isinstance(v, dict))
     assert total < 450, total
 
