@@ -230,9 +230,10 @@ _DOC_PL = """A Lightning ``Callback`` that probes every k-th training step.
 
 def _calling_trainer() -> Any:
     import sys
+    import types
 
     from transformers import Trainer
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         obj = frame.f_locals.get("self")
         if isinstance(obj, Trainer):
