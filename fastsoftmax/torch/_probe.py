@@ -12,7 +12,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import api as _api
 from .._config import DEFAULT_THRESHOLDS
 from .._inputs import check_backend_name, check_samples, check_thresholds
 from ..summary import Summary
@@ -20,6 +19,7 @@ from . import _intercept as _ic
 from . import _logits as _lg
 from ._aggregate import Aggregator
 from ._logging import log_probe
+from ._warmup import warm_kernels
 
 __all__ = ["AttentionProbe", "CHUNK_LOGITS", "STATISTICS"]
 
@@ -36,7 +36,6 @@ _GraphModule = torch.fx.GraphModule
 # registered that they fire for the wrapper too; the probe counts the wrapper
 # and the module it wraps as one (``_orig``), so that warning is not the user's
 _HOOKS_MESSAGE = r"Using `torch.compile\(module\)` when there are global hooks"
-_WARM = {"done": False}
 
 
 class _Frame:
@@ -56,40 +55,6 @@ class _Frame:
 def _orig(module):
     """The module a ``torch.compile`` wrapper (OptimizedModule) stands for."""
     return getattr(module, "_orig_mod", module)
-
-
-def _kernel_cache() -> str:
-    try:
-        import numba
-        env = getattr(numba.config, "CACHE_DIR", "")
-        if env:
-            return f"{env} (NUMBA_CACHE_DIR)"
-        from ..backends import cpu
-        return str(cpu.observe_chunk._cache._cache_path)
-    except Exception:       # never fail on a message
-        return "__pycache__ next to the fastsoftmax sources"
-
-
-def _warm_kernels() -> None:
-    """Compile (or load from the cache) the summary kernels once per process,
-    before the first probed forward; say so if it takes a while."""
-    if _WARM["done"]:
-        return
-
-    def note():
-        _log.warning("fastsoftmax.torch: loading the summary kernels, compiling them if "
-                     "this machine has no cached copy (10-60 s the first time; cache: %s)",
-                     _kernel_cache())
-    timer = threading.Timer(3.0, note)
-    timer.daemon = True
-    timer.start()
-    try:
-        for dt in (np.float64,):
-            _api.summarize(np.array([[0.0, -np.inf], [1.0, 2.0]], dtype=dt),
-                           nan_policy="omit")
-    finally:
-        timer.cancel()
-    _WARM["done"] = True
 
 
 class AttentionProbe:
@@ -531,7 +496,7 @@ class AttentionProbe:
                 "(model.compile() compiles its module hooks away): compile a wrapper "
                 "instead, model_c = torch.compile(model), and call model_c under the probe")
         if self.statistics == "full":
-            _warm_kernels()
+            warm_kernels()
         self._thread = threading.get_ident()
         self._stack: list[_Frame] = []
         self._off_depth = 0
