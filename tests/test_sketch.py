@@ -231,11 +231,66 @@ def test_scratch_is_clean_after_an_error():
 
 
 def test_sketch_handed_over_every_chunk_or_once_gives_the_same_summary(monkeypatch):
-    """The kernels' int32 bucket counts are handed to the Sketch once per call,
-    or earlier when a bucket could reach 2**31 rows: the result is the same."""
+    """The kernels' bucket counts are handed to the Sketch once per call, or
+    earlier when a bucket could pass its capacity: the result is the same."""
     from fastsoftmax.backends import cpu
     x = saturated(6000, 40, 300.0, np.float32, seed=7)
     monkeypatch.setattr(_config, "CHUNK_LOGITS", 1 << 12)        # many chunks
     once = fs.summarize(x).to_dict()
     monkeypatch.setattr(cpu, "_SKETCH_FLUSH_ROWS", 1)              # after every chunk
     assert fs.summarize(x).to_dict() == once
+
+
+def _bucket_counts(x, **kw):
+    """Every observable's (bucket, count) pairs from the per-row values
+    (``observables``, the reference) and from a Summary's sketch."""
+    obs = fs.observables(x, **kw)
+    ref, got = [], []
+    sk = fs.summarize(x, **kw)._acc.sketch
+    for k, name in enumerate(fs.OBS_NAMES):
+        l10 = obs["log10_" + name]
+        idx, cnt = np.unique([_sketch.bucket_of(v) for v in l10], return_counts=True)
+        ref.append((idx, cnt))
+        got.append(sk.sparse(k))
+    return ref, got
+
+
+def test_scratch_counts_carry_past_255_and_65535_hits():
+    """The kernels count a bucket in a uint8 that carries into a uint16 every
+    256 hits: 70,000 identical rows put every observable's 70,000 values in
+    one bucket (273 carries); rows of two kinds interleaved, two buckets of
+    35,000.  The counts equal the reference's bucket by bucket."""
+    one = np.tile(np.array([[0.5, -1.0, 2.0, 0.0]], dtype=np.float32), (70_000, 1))
+    two = one.copy()
+    two[1::2] = [[3.0, 1.0, -2.0, 0.25]]
+    for x in (one, two):
+        ref, got = _bucket_counts(x)
+        for (ri, rc), (gi, gc) in zip(ref, got):
+            assert np.array_equal(ri, gi) and np.array_equal(rc, gc)
+        assert max(int(c.max()) for _, c in got) == (70_000 if x is one else 35_000)
+
+
+def test_saturated_rows_bucket_counts_match_the_reference():
+    """x300 rows spread each observable over thousands of buckets: the
+    sketch's counts are those of the per-row values, bucket by bucket."""
+    x = saturated(3000, 64, 300.0, np.float32, seed=11)
+    ref, got = _bucket_counts(x)
+    assert max(len(i) for i, _ in ref) > 1000
+    for (ri, rc), (gi, gc) in zip(ref, got):
+        assert np.array_equal(ri, gi) and np.array_equal(rc, gc)
+
+
+def test_chunks_capped_at_the_scratch_capacity(monkeypatch):
+    """A chunk never counts more rows than a scratch bucket holds: with the
+    capacity lowered, a call is cut into more chunks and hands the counts
+    over in between, and gives the same summary."""
+    from fastsoftmax.backends import cpu
+    x = saturated(6000, 40, 300.0, np.float32, seed=3)
+    once = fs.summarize(x).to_dict()
+    calls = []
+    real = cpu.observe_chunk
+    monkeypatch.setattr(cpu, "observe_chunk", lambda *a: calls.append(a[5]) or real(*a))
+    monkeypatch.setattr(cpu, "SCRATCH_MAX_COUNT", 1024)
+    monkeypatch.setattr(cpu, "_SKETCH_FLUSH_ROWS", 1024)
+    assert fs.summarize(x).to_dict() == once
+    assert max(calls) <= 1024 and sum(calls) == 6000

@@ -10,7 +10,7 @@ from numba.extending import register_jitable
 
 from .._math import NOBS, obs_log10, obs_value
 from .._simd import chan_ss, chan_stats, vector_width
-from .._sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast
+from .._sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast, scatter_one
 from .._vmath import fmax, fmin
 from ._moments import NCH
 
@@ -20,8 +20,8 @@ _I_BELOW_A_F = float(I_BELOW_A)
 
 
 @register_jitable(error_model="numpy")
-def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, sk_hi, sk_ninf,
-                 sk_start):
+def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, carry, sk_lo, sk_hi,
+                 sk_ninf, sk_start):
     """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
     rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
     min/max/infinite counts, threshold counts and sketch counts.
@@ -32,7 +32,8 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, s
     the order is the code's, the same bits on every CPU.  Counts are
     integers; min/max are exact in any order.  Every loop but the sketch's
     scatter vectorizes.
-    The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` counts bucket i of
+    The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` (uint8) and
+    ``carry[k, i - sk_start]`` (its 256s, uint16) count bucket i of
     observable k, ``sk_lo``/``sk_hi`` the range touched, ``sk_ninf`` the -inf
     values; region-B buckets (rare) need a log and are found in the scatter.
     """
@@ -75,7 +76,7 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, s
         if below_a == 0:
             # the common case: a bare scatter (region A, "above" and +inf)
             for r in range(nr):
-                hist[k, int(val[NCH, r]) - sk_start] += 1
+                scatter_one(hist, carry, k, int(val[NCH, r]) - sk_start)
             sk_lo[k] = min(sk_lo[k], int(bmin) - sk_start)
             sk_hi[k] = max(sk_hi[k], int(bmax) - sk_start)
             continue
@@ -91,7 +92,7 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, sk_lo, s
                         sk_ninf[k] += 1
                         continue
                 i -= sk_start
-                hist[k, i] += 1
+                scatter_one(hist, carry, k, i)
                 lo = i if i < lo else lo
                 hi = i if i > hi else hi
         sk_lo[k] = lo

@@ -39,7 +39,7 @@ from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
 from .._rng import STREAM_LOGITS, fill_normals_rows
 from .._simd import row_view, vector_width
 from .._util import numba_threads
-from .._sketch import flush_scratch, new_scratch as new_sketch_scratch
+from .._sketch import SCRATCH_MAX_COUNT, flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
 from .common import OPERATIONS, ArrayJob, ModelJob, is_host_array
 
@@ -75,7 +75,7 @@ def _build(source_key):
     @njit(parallel=True, **jit)
     def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
                       thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
-                      sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad):
+                      sk_carry, sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad):
         """Summarise ``nrows`` rows in blocks of ``brows``.
 
         Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
@@ -128,7 +128,7 @@ def _build(source_key):
                             firstbad[t] = r
                 block_logobs(st, nr, lam)
                 block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
-                             nonf[t], below[t], hist[t], sk_lo[t], sk_hi[t], sk_ninf[t],
+                             nonf[t], below[t], hist[t], sk_carry[t], sk_lo[t], sk_hi[t], sk_ninf[t],
                              sk_start)
 
     @njit(parallel=True, **jit)
@@ -289,8 +289,10 @@ def threading_layer() -> str:
 # --------------------------------------------------------------------------
 # the driver
 
-# rows counted into the sketch's int32 scratch between two hand-overs
-_SKETCH_FLUSH_ROWS = 2**31 - 1
+# rows counted into the sketch's scratch between two hand-overs: a bucket
+# holds at most SCRATCH_MAX_COUNT (uint8 counts, uint16 carries), and one
+# kernel call (a chunk) never counts more rows than that
+_SKETCH_FLUSH_ROWS = SCRATCH_MAX_COUNT
 
 def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, row0=0,
          target=None, nan_policy="raise", buf_len=1, q_len=1, chunk=None, progress=None):
@@ -305,6 +307,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     # costs more than the work, and milliseconds on a busy machine)
     nth = threads() if nrows > brows else 1
     step = chunk if chunk else _config.chunk_rows(n, nth)
+    step = min(step, SCRATCH_MAX_COUNT)
     step = max(brows, step - step % brows)
     tmode = int(target.mode) if target is not None else 0
     yfix = int(target.index) if target is not None else 0
@@ -329,10 +332,10 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                 observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
                               tmode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
                               sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
-                              sc["nonf"], sc["below"], sk["counts"], sk["lo"], sk["hi"],
+                              sc["nonf"], sc["below"], sk["counts"], sk["carry"], sk["lo"], sk["hi"],
                               sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"])
-                # the sketch's int32 counts are handed over once a call, or
-                # before a bucket could hold 2**31 rows
+                # the sketch's counts are handed over once a call, or before
+                # a bucket could hold more than SCRATCH_MAX_COUNT rows
                 counted += r1 - r0
                 if counted + step >= _SKETCH_FLUSH_ROWS:
                     flush_scratch(sk, acc.sketch)
