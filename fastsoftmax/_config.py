@@ -56,14 +56,28 @@ def block_rows(n):
     return b
 
 
+# at most this many blocks a group (16 x 65k logits: a chunk still has
+# several groups a thread)
+MAX_GROUP_BLOCKS = 16
+
+
+def group_blocks(n):
+    """Blocks the kernels wrap up together (the per-row observables and the
+    block reduction over up to MAX_BLOCK_ROWS rows at once; each block keeps
+    its own moments): the fixed cost of those loops is paid once a group."""
+    return max(1, min(MAX_BLOCK_ROWS // block_rows(n), MAX_GROUP_BLOCKS))
+
+
 # Rows handed to one kernel call (a whole number of blocks, ~8M logits): the
 # streaming granularity of summarize/simulate and the unit of progress bars.
 CHUNK_LOGITS = 1 << 23
 
 
 def chunk_rows(n, threads):
+    """Rows a kernel call takes: ~CHUNK_LOGITS, and at least two groups of
+    blocks (``group_blocks``) a thread."""
     b = block_rows(n)
-    nblk = max(2 * threads, CHUNK_LOGITS // (b * n))
+    nblk = max(2 * threads * group_blocks(n), CHUNK_LOGITS // (b * n))
     return b * nblk
 
 

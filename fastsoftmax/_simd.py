@@ -22,7 +22,8 @@ What
 * ``flush`` / ``tree_sum``: float32 lane partials into float64 lanes, and
   the fixed-tree sum of 16 float64 lanes.
 * ``chan_stats`` / ``chan_ss``: one block's count, sum, infinite count,
-  min and max of a channel over rows, and its sum of squared deviations,
+  min and max of a channel over rows (columns off .. off + nr - 1 of a
+  scratch that may hold several blocks), and its sum of squared deviations,
   rows in 16 float64 lanes.
 * ``row_view``: row r of a 2-D array without a reference count (no atomic
   operations per row).
@@ -502,10 +503,11 @@ def _lanes_sum(vals):
     return lanes[0]
 
 
-def chan_stats(val, c, nr):
+def chan_stats(val, c, off, nr):
     """(number of finite values, their sum, number of +-inf, min, max) of
-    val[c, :nr] (float64); NaN is skipped, min/max include infinities."""
-    v = np.asarray(val[c, :nr], dtype=np.float64)
+    val[c, off:off + nr] (float64); NaN is skipped, min/max include
+    infinities."""
+    v = np.asarray(val[c, off:off + nr], dtype=np.float64)
     fin = np.abs(v) < np.inf
     s = _lanes_sum(np.where(fin, v, 0.0))
     ok = v[~np.isnan(v)]
@@ -513,10 +515,10 @@ def chan_stats(val, c, nr):
             ok.min() if ok.size else np.inf, ok.max() if ok.size else -np.inf)
 
 
-def chan_ss(val, c, nr, mean):
-    """Sum of (z - mean)**2 over the finite z in val[c, :nr], fixed order,
-    each term added by one fused multiply-add (s = fma(d, d, s))."""
-    v = np.asarray(val[c, :nr], dtype=np.float64)
+def chan_ss(val, c, off, nr, mean):
+    """Sum of (z - mean)**2 over the finite z in val[c, off:off + nr], fixed
+    order, each term added by one fused multiply-add (s = fma(d, d, s))."""
+    v = np.asarray(val[c, off:off + nr], dtype=np.float64)
     d = np.where(np.abs(v) < np.inf, v - mean, 0.0)
     lanes = np.zeros(G)
     for r in range(nr):
@@ -538,14 +540,16 @@ def _py_fma(a, b, c):
 
 
 def _chan_loop(context, builder, sig, args, body, init):
-    """Loop over 16-row tiles of val[c, :nr] (C 2-D float64), the tail by
-    masked loads padded with NaN (skipped by every body); body(v, state)."""
+    """Loop over 16-row tiles of val[c, off:off + nr] (C 2-D float64), the
+    tail by masked loads padded with NaN (skipped by every body);
+    body(v, state)."""
     a = context.make_array(sig.args[0])(context, builder, args[0])
     intp = context.get_value_type(types.intp)
     cv = _as_intp(context, builder, args[1], sig.args[1])
-    nr = _as_intp(context, builder, args[2], sig.args[2])
-    base = builder.gep(a.data, [builder.mul(cv, builder.extract_value(a.shape, 1))],
-                       inbounds=True)
+    ov = _as_intp(context, builder, args[2], sig.args[2])
+    nr = _as_intp(context, builder, args[3], sig.args[3])
+    row = builder.mul(cv, builder.extract_value(a.shape, 1))
+    base = builder.gep(a.data, [builder.add(row, ov)], inbounds=True)
     slots = [_slots(builder, s) for s in init]
 
     def step(v):
@@ -578,7 +582,7 @@ def _chan_ok(val):
 
 
 @intrinsic
-def _chan_stats_ir(typingctx, val, c, nr):
+def _chan_stats_ir(typingctx, val, c, off, nr):
     if not _chan_ok(val):
         return None
     rt = types.Tuple((types.int64, types.float64, types.int64, types.float64, types.float64))
@@ -607,17 +611,17 @@ def _chan_stats_ir(typingctx, val, c, nr):
                _tree(builder, mx, lambda x, y: _fmax(builder, x, y))]
         return context.make_tuple(builder, sig.return_type, out)
 
-    return rt(val, c, nr), codegen
+    return rt(val, c, off, nr), codegen
 
 
 @intrinsic
-def _chan_ss_ir(typingctx, val, c, nr, mean):
+def _chan_ss_ir(typingctx, val, c, off, nr, mean):
     if not (_chan_ok(val) and mean == types.float64):
         return None
 
     def codegen(context, builder, sig, args):
         f64 = ir.DoubleType()
-        mv = _splat(builder, args[3])
+        mv = _splat(builder, args[4])
 
         def body(v, st):
             def sq(s_, x, m):
@@ -630,20 +634,20 @@ def _chan_ss_ir(typingctx, val, c, nr, mean):
                 return _fma(builder, d, d, s_)
             return [_map(sq, st[0], v, mv)]
 
-        (s,) = _chan_loop(context, builder, sig, args[:3], body, [_const(f64, 0.0)])
+        (s,) = _chan_loop(context, builder, sig, args[:4], body, [_const(f64, 0.0)])
         return _tree(builder, s, builder.fadd)
 
-    return types.float64(val, c, nr, mean), codegen
+    return types.float64(val, c, off, nr, mean), codegen
 
 
 @overload(chan_stats, target="cpu")
-def _ol_chan_stats(val, c, nr):
-    return lambda val, c, nr: _chan_stats_ir(val, c, nr)
+def _ol_chan_stats(val, c, off, nr):
+    return lambda val, c, off, nr: _chan_stats_ir(val, c, off, nr)
 
 
 @overload(chan_ss, target="cpu")
-def _ol_chan_ss(val, c, nr, mean):
-    return lambda val, c, nr, mean: _chan_ss_ir(val, c, nr, np.float64(mean))
+def _ol_chan_ss(val, c, off, nr, mean):
+    return lambda val, c, off, nr, mean: _chan_ss_ir(val, c, off, nr, np.float64(mean))
 
 
 # ---------------------------------------------------------------------------

@@ -23,8 +23,8 @@ def _top2(a, off, n):
 
 
 @njit
-def _chan(val, c, nr, mean):
-    return _simd.chan_stats(val, c, nr), _simd.chan_ss(val, c, nr, mean)
+def _chan(val, c, off, nr, mean):
+    return _simd.chan_stats(val, c, off, nr), _simd.chan_ss(val, c, off, nr, mean)
 
 
 @njit
@@ -73,19 +73,21 @@ def test_top2(dt):
 
 def test_chan_stats_and_ss():
     rng = np.random.default_rng(2)
-    for nr in LENGTHS + [1024]:
-        val = rng.standard_normal((3, 1030)) * 10
+    for nr, off in [(nr, off) for nr in LENGTHS + [1024] for off in (0, 3, 16)]:
+        val = rng.standard_normal((3, 1050)) * 10
         val[0, ::7] = np.inf
         val[0, ::11] = -np.inf
         val[0, 3::13] = np.nan
         val[2, :] = np.nan
         for c in range(3):
-            (cnt, s, ninf, mn, mx), ss = _chan(val, c, nr, 0.5)
-            pc, ps, pn, pmn, pmx = _simd.chan_stats(val, c, nr)
+            (cnt, s, ninf, mn, mx), ss = _chan(val, c, off, nr, 0.5)
+            pc, ps, pn, pmn, pmx = _simd.chan_stats(val, c, off, nr)
             assert (cnt, ninf) == (pc, pn)
-            assert s == ps and ss == _simd.chan_ss(val, c, nr, 0.5)
+            assert s == ps and ss == _simd.chan_ss(val, c, off, nr, 0.5)
             assert (mn == pmn or (np.isnan(mn) and np.isnan(pmn))) and (mx == pmx)
-            v = val[c, :nr]
+            # a block at an offset is the same block copied to offset 0
+            v = val[c, off:off + nr]
+            assert _chan(v.reshape(1, -1).copy(), 0, 0, nr, 0.5) == ((cnt, s, ninf, mn, mx), ss)
             fin = np.isfinite(v)
             assert cnt == fin.sum() and ninf == np.isinf(v).sum()
             if fin.any():

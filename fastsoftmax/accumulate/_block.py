@@ -1,4 +1,4 @@
-"""One block of rows into the arrays of every part (the kernels' inner loop).
+"""A group of blocks of rows into the arrays of every part (the kernels' inner loop).
 
 :func:`block_reduce` is inlined into the backends' compiled kernels: it
 fills a block's moments (the leaves the :class:`~fastsoftmax.accumulate.MomentTree`
@@ -20,18 +20,23 @@ _I_BELOW_A_F = float(I_BELOW_A)
 
 
 @register_jitable(error_model="numpy")
-def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, carry, sk_lo, sk_hi,
-                 sk_ninf, sk_start):
-    """Reduce one block of per-row natural logs ``lam[k, :nr]`` (NaN for bad
-    rows) into the block's moments ``mom[c, 0:3]`` and into running per-thread
-    min/max/infinite counts, threshold counts and sketch counts.
+def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, carry, sk_lo,
+                 sk_hi, sk_ninf, sk_start):
+    """Reduce a group of consecutive blocks of ``brows`` rows, their per-row
+    natural logs ``lam[k, :nr]`` (NaN for bad rows; the last block may be
+    short), into each block's moments ``mom[j, c, 0:3]`` (block j of the
+    group) and into running per-thread min/max/infinite counts, threshold
+    counts and sketch counts.
 
-    ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed in two
-    passes (mean, then squared deviations) over the finite values, rows in 16
-    float64 lanes folded by a fixed tree (``_simd.chan_stats`` / ``chan_ss``):
-    the order is the code's, the same bits on every CPU.  Counts are
-    integers; min/max are exact in any order.  Every loop but the sketch's
-    scatter vectorizes.
+    ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed per
+    block, in two passes (mean, then squared deviations) over the finite
+    values, rows in 16 float64 lanes folded by a fixed tree
+    (``_simd.chan_stats`` / ``chan_ss``): the order is the code's, the same
+    bits on every CPU and whatever the grouping.  Counts are integers;
+    min/max are exact in any order.  Every loop but the sketch's scatter
+    vectorizes.  A group (up to ``MAX_BLOCK_ROWS`` rows) pays the fixed cost
+    of each of these loops once, not once per block: at n = 1024 a block is
+    64 rows.
     The sketch (see ``_sketch``): ``hist[k, i - sk_start]`` (uint8) and
     ``carry[k, i - sk_start]`` (its 256s, uint16) count bucket i of
     observable k, ``sk_lo``/``sk_hi`` the range touched, ``sk_ninf`` the -inf
@@ -43,15 +48,19 @@ def block_reduce(lam, nr, thr, val, mom, vmin, vmax, nonf, below, hist, carry, s
             lk = lam[k, r]
             val[k, r] = obs_value(lk)
             val[NOBS + k, r] = obs_log10(lk)
+    nb = (nr + brows - 1) // brows
     for c in range(NCH):
-        cnt, s, ninf, mn, mx = chan_stats(val, c, nr)
-        mean = s / cnt if cnt > 0 else 0.0
-        mom[c, 0] = cnt
-        mom[c, 1] = mean
-        mom[c, 2] = chan_ss(val, c, nr, mean)
-        vmin[c] = fmin(vmin[c], mn)
-        vmax[c] = fmax(vmax[c], mx)
-        nonf[c] += ninf
+        for j in range(nb):
+            off = j * brows
+            m = min(brows, nr - off)
+            cnt, s, ninf, mn, mx = chan_stats(val, c, off, m)
+            mean = s / cnt if cnt > 0 else 0.0
+            mom[j, c, 0] = cnt
+            mom[j, c, 1] = mean
+            mom[j, c, 2] = chan_ss(val, c, off, m, mean)
+            vmin[c] = fmin(vmin[c], mn)
+            vmax[c] = fmax(vmax[c], mx)
+            nonf[c] += ninf
     nt = thr.shape[0]
     for k in range(NOBS):
         for j in range(nt):

@@ -73,21 +73,25 @@ def _build(source_key):
     jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
 
     @njit(parallel=True, **jit)
-    def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows,
+    def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, gblk,
                       thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
                       sk_carry, sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad):
-        """Summarise ``nrows`` rows in blocks of ``brows``.
+        """Summarise ``nrows`` rows in blocks of ``brows``, ``gblk`` blocks
+        (a group) at a time.
 
         Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
         row0 + r.  ymode 0: argmax target; 1: class yfix; 2: labels[r];
         3: uniform label; 4: sampled from softmax(x).
         Outputs: mom[b] per block (chunk-local b); running per-thread
         accumulators (first axis = thread); nbad/firstbad per thread (row
-        index within the chunk).
+        index within the chunk).  A group's rows are wrapped up together
+        (``block_logobs``, ``block_reduce``); each block keeps its moments, so
+        the grouping and the threads change no bit.
         """
         source_key  # noqa: B018  (part of the cache key)
         nth = lam_s.shape[0]
         nblk = (nrows + brows - 1) // brows
+        ngrp = (nblk + gblk - 1) // gblk
         flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
         for t in prange(nth):
             vector_width()
@@ -95,41 +99,45 @@ def _build(source_key):
             st = st_s[t]
             buf = buf_s[t]
             qbuf = q_s[t]
-            for b in range(t, nblk, nth):
-                r0 = b * brows
-                nr = min(brows, nrows - r0)
-                if flat:
-                    # short rows: the whole block's rows in one loop (the
-                    # RNG loop's setup once per block, not per row)
-                    fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
-                                      params[0], params[1])
-                for i in range(nr):
-                    r = r0 + i
-                    grow = row0 + r
-                    if gen == GEN_ROWS:
-                        xr = row_view(x, r)
-                    elif flat:
-                        xr = row_view(buf, i)
-                    else:
-                        # longer rows: drawn one at a time, their statistics
-                        # while they are in L1
-                        xr = row_view(buf, 0)
-                        model_row(gen, params, seed, grow, n, xr, qbuf)
-                    mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
-                    if gen == GEN_ROWS:
-                        # the next row streams in during this one's exp pass
-                        ahead = row_view(x, r + 1 if r + 1 < nrows else r)
-                        isbad = row_stats_into_ahead(xr, n, mode, y, u, st, i, ahead)
-                    else:
-                        isbad = row_stats_into(xr, n, mode, y, u, st, i)
-                    if isbad:
-                        nbad[t] += 1
-                        if firstbad[t] < 0 or r < firstbad[t]:
-                            firstbad[t] = r
-                block_logobs(st, nr, lam)
-                block_reduce(lam, nr, thr, val_s[t], mom[b], vmin[t], vmax[t],
-                             nonf[t], below[t], hist[t], sk_carry[t], sk_lo[t], sk_hi[t], sk_ninf[t],
-                             sk_start)
+            for g in range(t, ngrp, nth):
+                b0 = g * gblk
+                g0 = b0 * brows
+                gn = min(gblk * brows, nrows - g0)
+                for b in range(b0, min(b0 + gblk, nblk)):
+                    r0 = b * brows
+                    nr = min(brows, nrows - r0)
+                    if flat:
+                        # short rows: the whole block's rows in one loop (the
+                        # RNG loop's setup once per block, not per row)
+                        fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
+                                          params[0], params[1])
+                    for i in range(nr):
+                        r = r0 + i
+                        grow = row0 + r
+                        if gen == GEN_ROWS:
+                            xr = row_view(x, r)
+                        elif flat:
+                            xr = row_view(buf, i)
+                        else:
+                            # longer rows: drawn one at a time, their
+                            # statistics while they are in L1
+                            xr = row_view(buf, 0)
+                            model_row(gen, params, seed, grow, n, xr, qbuf)
+                        mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
+                        if gen == GEN_ROWS:
+                            # the next row streams in during this one's exp pass
+                            ahead = row_view(x, r + 1 if r + 1 < nrows else r)
+                            isbad = row_stats_into_ahead(xr, n, mode, y, u, st, r - g0, ahead)
+                        else:
+                            isbad = row_stats_into(xr, n, mode, y, u, st, r - g0)
+                        if isbad:
+                            nbad[t] += 1
+                            if firstbad[t] < 0 or r < firstbad[t]:
+                                firstbad[t] = r
+                block_logobs(st, gn, lam)
+                block_reduce(lam, gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
+                             nonf[t], below[t], hist[t], sk_carry[t], sk_lo[t], sk_hi[t],
+                             sk_ninf[t], sk_start)
 
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
@@ -211,7 +219,7 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
+def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None):
     """Per-thread scratch and accumulators for ``observe_chunk``: reused
     from the last call with the same shapes (the accumulators reset), the
     sketch counts from the last call of the dtype (clean: every call
@@ -222,7 +230,8 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
     skey = ("sketch", nth, dtype.str)
     if skey not in cache:
         cache[skey] = new_sketch_scratch(nth, NOBS, dtype)
-    key = (nth, brows, dtype.str, buf_len, q_len, nt)
+    grows = brows if grows is None else grows
+    key = (nth, brows, grows, dtype.str, buf_len, q_len, nt)
     sc = cache.get(key)
     if sc is None:
         for k in [k for k in cache if k[0] != "sketch"]:
@@ -232,9 +241,10 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1):
             buf_s=np.zeros((nth, brows if buf_len <= FLAT_GEN_MAX_N else 1, buf_len),
                            dtype=dtype),
             q_s=np.zeros((nth, q_len), dtype=dtype),
-            st_s=np.empty((nth, NSTATS, brows)),
-            lam_s=np.empty((nth, NOBS, brows)),
-            val_s=np.empty((nth, NCH + 1, brows)),
+            # a group's rows (``grows``: gblk blocks) for the wrap-up
+            st_s=np.empty((nth, NSTATS, grows)),
+            lam_s=np.empty((nth, NOBS, grows)),
+            val_s=np.empty((nth, NCH + 1, grows)),
             vmin=np.empty((nth, NCH)),
             vmax=np.empty((nth, NCH)),
             nonf=np.empty((nth, NCH), dtype=np.int64),
@@ -312,7 +322,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     tmode = int(target.mode) if target is not None else 0
     yfix = int(target.index) if target is not None else 0
     labels = target.labels if target is not None and tmode == TARGET_LABELS else None
-    sc = scratch(brows, nth, thr, cdt, buf_len, q_len)
+    gblk = _config.group_blocks(n)
+    sc = scratch(brows, nth, thr, cdt, buf_len, q_len, gblk * brows)
     sk = sc["sketch"]
     gb0 = row0 // brows
     acc = Accumulator(thr, block0=gb0)
@@ -330,7 +341,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                 sc["firstbad"][:] = -1
                 nbad0 = int(sc["nbad"].sum())
                 observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
-                              tmode, yfix, brows, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
+                              tmode, yfix, brows, gblk, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
                               sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
                               sc["nonf"], sc["below"], sk["counts"], sk["carry"], sk["lo"], sk["hi"],
                               sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"])
