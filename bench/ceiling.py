@@ -94,18 +94,23 @@ exp_sum, mem_sum, rng_alone = _make(True)
 exp_sum_default, mem_sum_default, _ = _make(False)
 
 
-def interleaved(cands, rounds=5):
+def interleaved(cands, rounds=5, samples=False):
     """cands: {name: callable}; every one runs once per round, ``rounds``
-    rounds after a warm-up; returns {name: best seconds}."""
+    rounds after a warm-up; returns {name: best seconds}, or with
+    ``samples=True`` {name: [seconds of each round]} (round i of every
+    candidate ran back to back: the ratio of two candidates' round-i times
+    is a paired sample, which a shared machine's slow spells hit alike)."""
     for f in cands.values():
         f()
-    best = {k: float("inf") for k in cands}
+    times = {k: [] for k in cands}
     for _ in range(rounds):
         for k, f in cands.items():
             t = time.perf_counter()
             f()
-            best[k] = min(best[k], time.perf_counter() - t)
-    return best
+            times[k].append(time.perf_counter() - t)
+    if samples:
+        return times
+    return {k: min(v) for k, v in times.items()}
 
 
 def load():
