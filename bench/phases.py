@@ -1,0 +1,122 @@
+"""Where the time goes: the CPU kernel's phases, cumulative, against the
+ceilings, per row and thread, interleaved (median of the rounds, and the
+best).
+
+    python bench/phases.py                      # n = 64, 1024, 16384, float32
+    N=256 SC=300 NUMBA_NUM_THREADS=1 python bench/phases.py
+
+Phases (each run adds one, in a kernel shaped like ``observe_chunk``: rows in
+groups of blocks): the top-2 pass; + the exp pass (R, E2, E3, V in 16 lanes,
+prefetching the next row); + the wrap-up (``block_logobs``: the observables'
+logs); + the block reduction (``block_reduce``: values, moments, thresholds,
+sketch); then the whole ``summarize``.  It calls fastsoftmax's private
+kernels, so it moves with them: the public figures are bench_ceiling.py's.
+"""
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+sys.path.insert(0, os.path.dirname(__file__))
+import fastsoftmax as fs  # noqa: E402
+from ceiling import exp_sum, exp_sum_default  # noqa: E402
+from fastsoftmax import _config, _cpu  # noqa: E402
+from fastsoftmax._config import FASTMATH  # noqa: E402
+from fastsoftmax._math import NOBS, NSTATS, block_logobs, row_stats_into_ahead, row_top2  # noqa: E402
+from fastsoftmax._simd import row_view, vector_width  # noqa: E402
+from fastsoftmax._sketch import new_scratch  # noqa: E402
+from fastsoftmax.accumulate import NCH, block_reduce  # noqa: E402
+
+
+@njit(parallel=True, fastmath=FASTMATH, error_model="numpy")
+def phases(x, brows, gblk, mode, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, thr,
+           counts, carry, lo, hi, ninf, start):
+    rows, n = x.shape
+    nth = st_s.shape[0]
+    nblk = rows // brows
+    ngrp = (nblk + gblk - 1) // gblk
+    for t in prange(nth):
+        vector_width()
+        st = st_s[t]
+        for g in range(t, ngrp, nth):
+            b0 = g * gblk
+            g0 = b0 * brows
+            gn = min(gblk * brows, rows - g0)
+            for i in range(gn):
+                r = g0 + i
+                xr = row_view(x, r)
+                if mode == 0:
+                    m1, m2 = row_top2(xr, n)
+                    st[0, i] = m1
+                    st[1, i] = m2
+                else:
+                    ahead = row_view(x, r + 1 if r + 1 < rows else r)
+                    row_stats_into_ahead(xr, n, 0, 0, 0.5, st, i, ahead)
+            if mode >= 2:
+                block_logobs(st, gn, lam_s[t])
+            if mode >= 3:
+                block_reduce(lam_s[t], gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
+                             nonf[t], below[t], counts[t], carry[t], lo[t], hi[t], ninf[t],
+                             start)
+
+
+def profile(n, rows, dt, scale, rounds):
+    brows = _config.block_rows(n)
+    gblk = _config.group_blocks(n)
+    rows -= rows % brows
+    nth = numba.get_num_threads()
+    x = (np.random.default_rng(0).standard_normal((rows, n)) * scale).astype(dt)
+    thr = np.array(_config.DEFAULT_THRESHOLDS)
+    sk = new_scratch(nth, NOBS, dt)
+    g = gblk * brows
+    a = dict(st_s=np.zeros((nth, NSTATS, g)), lam_s=np.zeros((nth, NOBS, g)),
+             val_s=np.zeros((nth, NCH + 1, g)), mom=np.zeros((rows // brows, NCH, 3)),
+             vmin=np.zeros((nth, NCH)), vmax=np.zeros((nth, NCH)),
+             nonf=np.zeros((nth, NCH), np.int64), below=np.zeros((nth, NOBS, 3), np.int64),
+             thr=thr, counts=sk["counts"], carry=sk["carry"], lo=sk["lo"], hi=sk["hi"],
+             ninf=sk["ninf"], start=sk["start"])
+    c = {"exp+sum ceiling": lambda: exp_sum(x),
+         "exp+sum ceiling (default width)": lambda: exp_sum_default(x)}
+    for mode, name in enumerate(["top-2 pass", "+ exp pass (R, E2, E3, V)",
+                                 "+ wrap-up (block_logobs)",
+                                 "+ block reduction (values, moments, thresholds, sketch)"]):
+        c[name] = (lambda m=mode: phases(x, brows, gblk, m, **a))
+    c["summarize (all)"] = lambda: fs.summarize(x)
+    for f in c.values():
+        f()
+    times = {k: [] for k in c}
+    for _ in range(rounds):
+        for k, f in c.items():
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    per = {k: 1e9 * np.median(v) * nth / rows for k, v in times.items()}
+    best = {k: 1e9 * min(v) * nth / rows for k, v in times.items()}
+    ceil = min(v for k, v in per.items() if "ceiling" in k)
+    print(f"n={n} {np.dtype(dt).name} x{scale:g} rows={rows} block {brows} rows, group "
+          f"{gblk} blocks, threads {nth}, load {os.getloadavg()[0]:.2f}; ns per row and thread, "
+          f"median of {rounds} rounds (best)")
+    prev = 0.0
+    for k in c:
+        tail = ""
+        if "ceiling" not in k and "(all)" not in k:
+            tail = f"  this phase {per[k] - prev:8.1f}"
+            prev = per[k]
+        print(f"  {k:56s} {per[k]:9.1f} ({best[k]:9.1f})  {ceil / per[k]:6.1%} of the ceiling{tail}")
+
+
+def main():
+    print(f"cpu {_cpu.describe()}")
+    dt = np.dtype(os.environ.get("DT", "float32"))
+    scale = float(os.environ.get("SC", 3))
+    rounds = int(os.environ.get("R", 7))
+    ns = [int(os.environ["N"])] if "N" in os.environ else [64, 1024, 16384]
+    for n in ns:
+        profile(n, int(os.environ.get("ROWS", (1 << 27) // n)), dt, scale, rounds)
+
+
+if __name__ == "__main__":
+    main()
