@@ -14,7 +14,6 @@ kernels, so it moves with them: the public figures are bench_ceiling.py's.
 """
 import os
 import sys
-import time
 
 import numba
 import numpy as np
@@ -22,7 +21,7 @@ from numba import njit, prange
 
 sys.path.insert(0, os.path.dirname(__file__))
 import fastsoftmax as fs  # noqa: E402
-from ceiling import exp_sum, exp_sum_default  # noqa: E402
+from ceiling import exp_sum, exp_sum_default, interleaved  # noqa: E402
 from fastsoftmax import _config, _cpu  # noqa: E402
 from fastsoftmax._config import FASTMATH  # noqa: E402
 from fastsoftmax._math import NOBS, NSTATS, block_logobs, row_stats_into_ahead, row_top2  # noqa: E402
@@ -85,14 +84,7 @@ def profile(n, rows, dt, scale, rounds):
                                  "+ block reduction (values, moments, thresholds, sketch)"]):
         c[name] = (lambda m=mode: phases(x, brows, gblk, m, **a))
     c["summarize (all)"] = lambda: fs.summarize(x)
-    for f in c.values():
-        f()
-    times = {k: [] for k in c}
-    for _ in range(rounds):
-        for k, f in c.items():
-            t0 = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t0)
+    times = interleaved(c, rounds, samples=True)
     per = {k: 1e9 * np.median(v) * nth / rows for k, v in times.items()}
     best = {k: 1e9 * min(v) * nth / rows for k, v in times.items()}
     ceil = min(v for k, v in per.items() if "ceiling" in k)

@@ -56,8 +56,8 @@ def block_rows(n):
     return b
 
 
-# at most this many blocks a group (16 x 65k logits: a chunk still has
-# several groups a thread)
+# at most this many blocks a group (16 x 65k logits); the driver makes groups
+# smaller where a chunk would otherwise give a thread fewer than two
 MAX_GROUP_BLOCKS = 16
 
 
@@ -74,10 +74,8 @@ CHUNK_LOGITS = 1 << 23
 
 
 def chunk_rows(n, threads):
-    """Rows a kernel call takes: ~CHUNK_LOGITS, and at least two groups of
-    blocks (``group_blocks``) a thread."""
     b = block_rows(n)
-    nblk = max(2 * threads * group_blocks(n), CHUNK_LOGITS // (b * n))
+    nblk = max(2 * threads, CHUNK_LOGITS // (b * n))
     return b * nblk
 
 

@@ -172,3 +172,18 @@ def test_one_thread_equals_two_threads():
         outs.append(out.stdout)
     assert outs[0] == outs[1]
     assert json.loads(outs[0])["accumulator"]["count"] == 20000
+
+
+@pytest.mark.parametrize("n,rows", [(1024, 3000), (16384, 150), (256, 2100)])
+def test_groups_of_blocks_change_no_bit(monkeypatch, n, rows):
+    """The kernels wrap up groups of blocks at once (each block keeping its
+    own moments): one block a group, the default groups and groups cut short
+    by small chunks give the same Summary, bit for bit."""
+    x = (np.random.default_rng(n).normal(size=(rows, n)) * 4.0).astype(np.float32)
+    x[::5, 7] = -np.inf
+    ref = fs.summarize(x).to_json()
+    monkeypatch.setattr(_config, "MAX_GROUP_BLOCKS", 1)
+    assert fs.summarize(x).to_json() == ref
+    monkeypatch.setattr(_config, "MAX_GROUP_BLOCKS", 16)
+    monkeypatch.setattr(_config, "CHUNK_LOGITS", 5 * _config.block_rows(n) * n)
+    assert fs.summarize(x).to_json() == ref

@@ -322,7 +322,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     tmode = int(target.mode) if target is not None else 0
     yfix = int(target.index) if target is not None else 0
     labels = target.labels if target is not None and tmode == TARGET_LABELS else None
-    gblk = _config.group_blocks(n)
+    # groups of blocks wrapped up at once, at least two a thread in a chunk
+    gblk = max(1, min(_config.group_blocks(n), step // brows // (2 * nth)))
     sc = scratch(brows, nth, thr, cdt, buf_len, q_len, gblk * brows)
     sk = sc["sketch"]
     gb0 = row0 // brows
