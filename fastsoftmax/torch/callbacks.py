@@ -242,10 +242,36 @@ def _calling_trainer() -> Any:
     return None
 
 
+class _DriverViews:
+    """What both callbacks show of their ``_Driver``."""
+
+    _driver: _Driver
+
+    @property
+    def every(self) -> int:
+        """Probe one training step in this many."""
+        return self._driver.every
+
+    @property
+    def probe(self) -> AttentionProbe | None:
+        """The AttentionProbe (None before training starts)."""
+        return self._driver.probe
+
+    @property
+    def history(self) -> Any:
+        """Every probed step's full frame, per head (``AttentionProbe.history``)."""
+        return self._driver.history
+
+    @property
+    def module_history(self) -> Any:
+        """Every probed step's frame by module: the values logged."""
+        return self._driver.module_history
+
+
 def _transformers_class() -> type:
     from transformers import TrainerCallback
 
-    class ProbeCallback(TrainerCallback):
+    class ProbeCallback(_DriverViews, TrainerCallback):
         __doc__ = _DOC_HF
 
         def __init__(self, every: int = 1, *, prefix: str = "attention",
@@ -253,26 +279,6 @@ def _transformers_class() -> type:
             self._driver = _Driver(every, prefix, probe_options)
             self.trainer: Any = None
             self._hook: Any = None
-
-        @property
-        def every(self) -> int:
-            """Probe one training step in this many."""
-            return self._driver.every
-
-        @property
-        def probe(self) -> AttentionProbe | None:
-            """The AttentionProbe (None before training starts)."""
-            return self._driver.probe
-
-        @property
-        def history(self) -> Any:
-            """Every probed step's full frame, per head (``AttentionProbe.history``)."""
-            return self._driver.history
-
-        @property
-        def module_history(self) -> Any:
-            """Every probed step's frame by module: the values logged."""
-            return self._driver.module_history
 
         def attach(self, trainer: Any) -> Any:
             """Log through ``trainer`` (and add the callback to it if not there).
@@ -384,32 +390,12 @@ def _transformers_class() -> type:
 def _lightning_class() -> type:
     from lightning.pytorch import Callback
 
-    class LightningProbeCallback(Callback):
+    class LightningProbeCallback(_DriverViews, Callback):
         __doc__ = _DOC_PL
 
         def __init__(self, every: int = 1, *, prefix: str = "attention",
                      **probe_options: Any) -> None:
             self._driver = _Driver(every, prefix, probe_options)
-
-        @property
-        def every(self) -> int:
-            """Probe one training step in this many."""
-            return self._driver.every
-
-        @property
-        def probe(self) -> AttentionProbe | None:
-            """The AttentionProbe (None before training starts)."""
-            return self._driver.probe
-
-        @property
-        def history(self) -> Any:
-            """Every probed step's full frame, per head (``AttentionProbe.history``)."""
-            return self._driver.history
-
-        @property
-        def module_history(self) -> Any:
-            """Every probed step's frame by module: the values logged."""
-            return self._driver.module_history
 
         def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
             """Make the probe of the module.
