@@ -1,8 +1,9 @@
 """CPU backend: ``numba.njit(parallel=True)`` kernels over fixed row blocks.
 
-Each thread owns a fixed set of blocks (block b goes to thread b % threads)
-and its own scratch and integer accumulators; per-block moments are folded
-in block order afterwards, so results do not depend on the thread count.
+Each thread owns a fixed set of groups of blocks (group g goes to thread
+g % threads) and its own scratch and integer accumulators; each block keeps
+its own moments, folded in block order afterwards, so results depend neither
+on the thread count nor on the grouping.
 
 The kernels are built by ``_build`` around one captured constant: a hash of
 the sources they compile (the row math, the generators, the accumulator and
