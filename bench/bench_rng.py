@@ -1,4 +1,4 @@
-"""Normals per second of fastsoftmax._rng.fill_normals vs NumPy.
+"""Normals per second of fastsoftmax._kernels.rng.fill_normals vs NumPy.
 
     python -m pytest bench/bench_rng.py --benchmark-only -q
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from numba import njit, prange
 
-from fastsoftmax import _rng as R
+from fastsoftmax._kernels import rng as R
 
 TOTAL = 2**23                 # normals per call
 ROUNDS = 10

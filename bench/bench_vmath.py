@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from fastsoftmax._vmath import fmax, vexp, vlog, vsincos  # noqa: E402
+from fastsoftmax._kernels.vmath import fmax, vexp, vlog, vsincos  # noqa: E402
 
 N = 10_000_000
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}

@@ -21,16 +21,16 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from fastsoftmax import _rng
+from fastsoftmax._kernels import rng as _rng
 from numba.extending import register_jitable
 
 try:
-    from fastsoftmax._simd import vector_width
+    from fastsoftmax._kernels.simd import vector_width
 except ImportError:            # an older fastsoftmax (comparisons across versions)
     @register_jitable
     def vector_width():
         pass
-from fastsoftmax._vmath import vexp
+from fastsoftmax._kernels.vmath import vexp
 
 _FM = {"nsz", "contract", "reassoc"}
 

@@ -56,13 +56,13 @@ def _kernel_width():
 def _lines():
     import numba
 
-    from fastsoftmax import _config, _cpu
+    from fastsoftmax._kernels import features as _cpu
     lines = ["", "=" * 78,
              "throughput, fractions of the ceilings and ratios to peers (same run)",
              f"cpu {_cpu.describe()}",
              f"threads {numba.get_num_threads()}, "
              f"load {' '.join('%.2f' % v for v in os.getloadavg())}, "
-             f"FASTSOFTMAX_VECTOR_WIDTH={_config.VECTOR_WIDTH}, kernels {_kernel_width()}",
+             f"FASTSOFTMAX_VECTOR_WIDTH={_cpu.VECTOR_WIDTH}, kernels {_kernel_width()}",
              "=" * 78]
     for group, res in RESULTS.items():
         lines.append(f"[{group}]")

@@ -22,11 +22,12 @@ from numba import njit, prange
 sys.path.insert(0, os.path.dirname(__file__))
 import fastsoftmax as fs  # noqa: E402
 from ceiling import exp_sum, exp_sum_default, interleaved  # noqa: E402
-from fastsoftmax import _config, _cpu  # noqa: E402
+from fastsoftmax import _config  # noqa: E402
+from fastsoftmax._kernels import features as _cpu  # noqa: E402
 from fastsoftmax._config import FASTMATH  # noqa: E402
-from fastsoftmax._math import NOBS, NSTATS, block_logobs, row_stats_into_ahead, row_top2  # noqa: E402
-from fastsoftmax._simd import row_view, vector_width  # noqa: E402
-from fastsoftmax._sketch import new_scratch  # noqa: E402
+from fastsoftmax._kernels.row import NOBS, NSTATS, block_logobs, row_stats_into_ahead, row_top2  # noqa: E402
+from fastsoftmax._kernels.simd import row_view, vector_width  # noqa: E402
+from fastsoftmax._kernels.sketch import new_scratch  # noqa: E402
 from fastsoftmax.accumulate import NCH, block_reduce  # noqa: E402
 
 

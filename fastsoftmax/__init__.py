@@ -19,7 +19,7 @@ import importlib
 from typing import Any
 
 from . import models
-from ._math import OBS_NAMES
+from ._kernels.row import OBS_NAMES
 from ._version import __version__
 from .api import log_softmax, observables, simulate, softmax, summarize
 from .summary import ApproximationWarning, Stat, Summary

@@ -1,9 +1,5 @@
-"""Knobs set in one place: compiler flags, vector width, block geometry,
-sketch geometry."""
-import os
-import warnings
-
-from ._cpu import has_avx512
+"""Knobs set in one place: compiler flags, block geometry, sketch geometry
+(the kernels' vector width is a CPU feature: ``_kernels.features``)."""
 
 # fastmath without 'nnan'/'ninf': -inf logits are masks and NaN must still
 # reach the sums so that bad rows are detected.  Without 'reassoc' (and the
@@ -14,32 +10,6 @@ from ._cpu import has_avx512
 # target with AVX2 fuses the same way (a target without FMA, e.g.
 # NUMBA_CPU_NAME=generic, rounds some products differently).
 FASTMATH = {"nsz", "contract"}
-
-# Vector width of fastsoftmax's own kernels: FASTSOFTMAX_VECTOR_WIDTH =
-# "auto" (default: 512-bit where the CPU has AVX-512F, else the compiler's
-# choice), "512" or "256".  Applied as an LLVM function attribute on the
-# kernels only (``_simd.vector_width``): numba's target for the user's other
-# code is not changed.  LLVM prefers 256-bit vectors on Intel CPUs even with
-# AVX-512; 512-bit measured +20-90% on the hot kernels.  The results are the
-# same bits at any width.  ``fastsoftmax info`` reports the width the
-# compiled kernels really use.
-VECTOR_WIDTH_CHOICES = ("auto", "256", "512")
-
-
-def _resolve_vector_width(setting):
-    if setting not in VECTOR_WIDTH_CHOICES:
-        warnings.warn(f"FASTSOFTMAX_VECTOR_WIDTH={setting!r} is not one of "
-                      f"{VECTOR_WIDTH_CHOICES}; using 'auto'", RuntimeWarning, stacklevel=2)
-        setting = "auto"
-    if setting == "256":
-        return setting, 256
-    if has_avx512():           # numba's target, by numba's rule (fastsoftmax._cpu)
-        return setting, 512
-    return setting, 0          # no AVX-512: the compiler's default (256-bit on AVX2)
-
-
-VECTOR_WIDTH, KERNEL_VECTOR_WIDTH = _resolve_vector_width(
-    os.environ.get("FASTSOFTMAX_VECTOR_WIDTH", "auto").strip().lower())
 
 # Rows are processed in fixed blocks.  The block size depends on n only (never
 # on threads or chunking), so a block's accumulator depends only on its rows

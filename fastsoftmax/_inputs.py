@@ -14,7 +14,6 @@ work starts, and every backend reads its rows through the views defined here:
 """
 from __future__ import annotations
 
-import enum
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ._version import __version__
+from .registries import (TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS, TARGET_RANDOM,
+                         TARGET_SAMPLED, TargetMode)
 
 __all__ = [
     "TargetMode", "Target", "Rows", "BadRowError", "is_dask_array", "is_device_array",
@@ -38,25 +39,7 @@ NAN_POLICIES = ("raise", "omit")
 BACKENDS = ("auto", "cpu", "cuda")
 
 
-# --------------------------------------------------------------------------
-# targets: one enum, shared by the kernels (as ints) and the Python layers
-
-class TargetMode(enum.IntEnum):
-    """Which class y a row's cross-entropy observables use."""
-    ARGMAX = 0      #: the top class (a confidently right model)
-    FIXED = 1       #: one class index for every row
-    LABELS = 2      #: a label per row (an integer array)
-    RANDOM = 3      #: a uniform label from the counter-based stream (Monte Carlo)
-    SAMPLED = 4     #: y ~ Categorical(softmax(x)) (Monte Carlo: a calibrated model)
-
-
-# plain ints for the compiled kernels (numba freezes module-level ints)
-TARGET_ARGMAX = int(TargetMode.ARGMAX)
-TARGET_FIXED = int(TargetMode.FIXED)
-TARGET_LABELS = int(TargetMode.LABELS)
-TARGET_RANDOM = int(TargetMode.RANDOM)
-TARGET_SAMPLED = int(TargetMode.SAMPLED)
-
+# targets: the one enum lives in ``registries`` (the kernels read its ints)
 _MC_NAMES = {"argmax": TargetMode.ARGMAX, "random": TargetMode.RANDOM,
              "sampled": TargetMode.SAMPLED}
 

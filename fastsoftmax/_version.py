@@ -1,2 +1,2 @@
 """The version, in a file of its own so that packaging reads it without importing."""
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -26,7 +26,7 @@ from ._inputs import (Target, array_config, array_target, batch_shape, check_bac
                       check_chunk, check_dtype, check_nan_policy, check_nonempty, check_samples,
                       check_seed, check_thresholds, compute_dtype, mc_config, mc_target,
                       normalize_axis)
-from ._math import NOBS, OBS_NAMES
+from ._kernels.row import NOBS, OBS_NAMES
 from ._util import check_progress, progress_bar
 from .backends import get_backend, resolve
 from .backends.common import ArrayJob, Backend, ModelJob
@@ -246,7 +246,7 @@ def observables(x: Any, target: Any = "argmax", axis: int | tuple[int, ...] | No
     ``ce_grad_target``     :math:`1 - p_y`, its target component's size
     ====================== ==================================================
 
-    Every value is computed in the log domain (see ``fastsoftmax._math``):
+    Every value is computed in the log domain (see ``fastsoftmax._kernels.row``):
     one pass finds the top two logits, the rest is exponentiated relative to
     the second, ``log1p`` wherever a quantity is 1 + small, and no value is
     ever a difference of two numbers near 1.  So ``log10_<name>`` stays

@@ -349,7 +349,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
         --grid scaled=true,false --set n=64 --samples 1e6 --out sweep.parquet --resume
     """
     from . import _config
-    from ._math import OBS_NAMES
+    from ._kernels.row import OBS_NAMES
     from .sweeps import plan as make_plan
     grid, fixed = {}, {}
     for g in grids:
@@ -607,7 +607,7 @@ def collect_info():
 
     import fastsoftmax as fs
 
-    from . import _cpu
+    from ._kernels import features as _cpu
     from .backends import cuda_status
     fs.softmax(np.zeros((4, 3)))          # a tiny parallel call: the threading layer starts
     layer: str
@@ -636,13 +636,13 @@ def collect_info():
 def _kernel_width():
     """What fastsoftmax's compiled kernels use (their machine code), and the
     FASTSOFTMAX_VECTOR_WIDTH knob that chose it."""
-    from . import _config
+    from ._kernels import features as _cpu
     try:
         from .backends import cpu
         bits, detail = cpu.kernel_vector_width()
     except Exception as e:                 # never break info
         return f"unknown ({type(e).__name__}: {e})"
-    return (f"{bits}-bit (FASTSOFTMAX_VECTOR_WIDTH={_config.VECTOR_WIDTH}; "
+    return (f"{bits}-bit (FASTSOFTMAX_VECTOR_WIDTH={_cpu.VECTOR_WIDTH}; "
             f"measured: {detail})")
 
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from . import _gen
+from ._kernels import gen as _gen
 from ._inputs import check_int, check_real
 
 __all__ = ["Gaussian", "Shifted", "DotProduct", "MODELS"]
@@ -77,11 +77,11 @@ class _Model:
         return asdict(self)  # type: ignore[call-overload]
 
     def gen_spec(self) -> _gen.GenSpec:
-        """What the kernels draw rows from (see ``fastsoftmax._gen``).
+        """What the kernels draw rows from (see ``fastsoftmax._kernels.gen``).
 
         Returns
         -------
-        fastsoftmax._gen.GenSpec
+        fastsoftmax._kernels.gen.GenSpec
             The generator code, its three float64 parameters, the row length
             and the scratch length per row.
         """
@@ -148,7 +148,7 @@ class Gaussian(_Model):
 
         Returns
         -------
-        fastsoftmax._gen.GenSpec
+        fastsoftmax._kernels.gen.GenSpec
             The affine generator with a = mean / T and b = scale / T.
 
         Examples
@@ -218,7 +218,7 @@ class Shifted(_Model):
 
         Returns
         -------
-        fastsoftmax._gen.GenSpec
+        fastsoftmax._kernels.gen.GenSpec
             The affine generator with a = offset / T and b = spread / T.
 
         Examples
@@ -310,7 +310,7 @@ class DotProduct(_Model):
 
         Returns
         -------
-        fastsoftmax._gen.GenSpec
+        fastsoftmax._kernels.gen.GenSpec
             The exact or explicit dot-product generator with
             b = (1 / sqrt(d_k) if scaled else 1) / T; the explicit one
             needs d_k scratch values per row (the query).

@@ -21,8 +21,8 @@ import pytest
 
 import fastsoftmax as fs
 from conftest import REPO
-from fastsoftmax import _sketch
-from fastsoftmax._math import NOBS
+from fastsoftmax._kernels import sketch as _sketch
+from fastsoftmax._kernels.row import NOBS
 from fastsoftmax.accumulate import (NCH, Accumulator, Extremes, Moments, Sketch,
                                     ThresholdCounts)
 from fastsoftmax.models import DotProduct, Gaussian, Shifted

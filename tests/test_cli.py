@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import fastsoftmax as fs
-from fastsoftmax import _cpu, cli, models
+from fastsoftmax import cli, models
+from fastsoftmax._kernels import features as _cpu
 from fastsoftmax._util import COMPILING, progress_bar
 from fastsoftmax.sweeps import read_table, sweep
 

@@ -532,13 +532,13 @@ def test_large_gap_and_subnormals_exact(sim):
     ref = r["cpu_log10_jd"]
     assert ref[0] == pytest.approx(expect, rel=1e-12)
     b = _acc(r["f32"]["gpu"])
-    from fastsoftmax._math import JAC_DIAG_MAX, NOBS
+    from fastsoftmax._kernels.row import JAC_DIAG_MAX, NOBS
     c = NOBS + JAC_DIAG_MAX
     assert b.vmin[c] == pytest.approx(min(ref), rel=1e-12)      # row 3: gap ~1e24
     assert b.vmax[c] == pytest.approx(max(ref), rel=1e-12)
     assert b.mom[c, 1] == pytest.approx(sum(ref) / len(ref), rel=1e-12)
     # float64 gap 720: one_minus_max_prob is a subnormal double, kept (not flushed)
-    from fastsoftmax._math import ONE_MINUS_MAX_PROB
+    from fastsoftmax._kernels.row import ONE_MINUS_MAX_PROB
     b64 = _acc(r["f64"]["gpu"])
     assert 0.0 < b64.vmin[ONE_MINUS_MAX_PROB] < 2.3e-308
 

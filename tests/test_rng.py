@@ -1,4 +1,4 @@
-"""Tests of fastsoftmax._rng: Philox4x32-10, normals, uniforms, chi-square.
+"""Tests of fastsoftmax._kernels.rng: Philox4x32-10, normals, uniforms, chi-square.
 
 Every jitted driver below is compiled once per module; seeds are fixed, so the
 statistical tests are deterministic (thresholds p > 1e-4: a wrong formula
@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from numba import njit
 from scipy import stats
 
-from fastsoftmax import _rng as R
+from fastsoftmax._kernels import rng as R
 
 SEED = 20240607
 N_STAT = 100_000
@@ -238,7 +238,7 @@ def test_python_mode_matches_compiled():
 _SIM_SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba import cuda
-    from fastsoftmax import _rng as R
+    from fastsoftmax._kernels import rng as R
 
     @cuda.jit
     def kern(z, out, seed):

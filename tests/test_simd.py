@@ -1,4 +1,4 @@
-"""The SIMD primitives of fastsoftmax._simd: the CPU intrinsics (LLVM vector
+"""The SIMD primitives of fastsoftmax._kernels.simd: the CPU intrinsics (LLVM vector
 IR over 16 lanes) give exactly the numbers of their plain-Python reference
 bodies (the same operations in the same order), for every tail length, with
 -inf, +-inf and NaN, at the vector width in use (256-bit in a child process)."""
@@ -11,7 +11,7 @@ import pytest
 from numba import njit
 
 from conftest import subprocess_env
-from fastsoftmax import _simd
+from fastsoftmax._kernels import simd as _simd
 
 S32 = _simd.stack_array(np.float32, 4, 16)
 S64 = _simd.stack_array(np.float64, 4, 16)

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from fastsoftmax import _config, _sketch
+from fastsoftmax import _config
+from fastsoftmax._kernels import sketch as _sketch
 from fastsoftmax._inputs import check_dtype, mc_target
 from fastsoftmax.backends import get_backend
 from fastsoftmax.backends.common import ModelJob

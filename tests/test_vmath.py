@@ -1,4 +1,4 @@
-"""Accuracy, special values, vectorization and portability of fastsoftmax._vmath.
+"""Accuracy, special values, vectorization and portability of fastsoftmax._kernels.vmath.
 
 Errors are measured in ulps by bit-pattern distance against a correctly
 rounded reference: float64 NumPy rounded to float32 for float32, and
@@ -21,8 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from fastsoftmax._vmath import fmax, fmin, vexp, vlog, vsincos  # noqa: E402
-from fastsoftmax import _vmath  # noqa: E402
+from fastsoftmax._kernels.vmath import fmax, fmin, vexp, vlog, vsincos  # noqa: E402
+from fastsoftmax._kernels import vmath as _vmath  # noqa: E402
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 F32, F64 = np.float32, np.float64
@@ -548,7 +548,7 @@ def test_cuda_simulator(tmp_path):
     code = """
     import numpy as np
     from numba import cuda
-    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax, fmin
+    from fastsoftmax._kernels.vmath import vexp, vlog, vsincos, fmax, fmin
 
     @cuda.jit(device=True)
     def dev(v):
@@ -579,7 +579,7 @@ def test_cuda_simulator(tmp_path):
 def test_cache_true_hits(tmp_path):
     (tmp_path / "cachemod.py").write_text(textwrap.dedent("""
     import numba, numpy as np
-    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax
+    from fastsoftmax._kernels.vmath import vexp, vlog, vsincos, fmax
 
     @numba.njit(cache=True, fastmath={"nsz", "arcp", "contract", "afn",
                                       "reassoc"})
@@ -635,7 +635,7 @@ def test_cuda_ptx_compiles(tmp_path):
         import types
         D.get_current_device = lambda: types.SimpleNamespace(
             compute_capability=(8, 0))
-    from fastsoftmax._vmath import vexp, vlog, vsincos, fmax, fmin
+    from fastsoftmax._kernels.vmath import vexp, vlog, vsincos, fmax, fmin
 
     def f(x):
         s, c = vsincos(x)

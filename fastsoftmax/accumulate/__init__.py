@@ -17,8 +17,8 @@ changed) and its own dict form:
 * :class:`ThresholdCounts` (``_thresholds``): for each observable, exact
   counts of values below each threshold;
 * :class:`Sketch` (``_sketch``): for each observable, a log-bucket sketch
-  without a floor, a bucket mapping (``fastsoftmax._sketch.BucketMapping``)
-  and a store of counts (``fastsoftmax._sketch.WindowStore``): quantiles
+  without a floor, a bucket mapping (``fastsoftmax._kernels.sketch.BucketMapping``)
+  and a store of counts (``fastsoftmax._kernels.sketch.WindowStore``): quantiles
   within 1% in value and 0.005 (0.1% beyond |log10| = 1000) in log10, at any
   depth; its size follows the data.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._math import NOBS
+from .._kernels.row import NOBS
 from . import _serial
 from ._extremes import Extremes
 from ._moments import MomentTree, Moments

@@ -8,10 +8,10 @@ sketch counts, the arrays the backends then hand to an accumulator's parts.
 import numpy as np
 from numba.extending import register_jitable
 
-from .._math import NOBS, obs_log10, obs_value
-from .._simd import chan_ss, chan_stats, vector_width
-from .._sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast, scatter_one
-from .._vmath import fmax, fmin
+from .._kernels.row import NOBS, obs_log10, obs_value
+from .._kernels.simd import chan_ss, chan_stats, vector_width
+from .._kernels.sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast, scatter_one
+from .._kernels.vmath import fmax, fmin
 from ._moments import NCH
 
 __all__ = ["block_reduce"]

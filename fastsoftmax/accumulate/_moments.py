@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from .._math import NOBS
+from .._kernels.row import NOBS
 from . import _serial
 
 __all__ = ["NCH", "TREE_DEPTH", "chan_merge", "tree_push_blocks", "tree_push_nodes",

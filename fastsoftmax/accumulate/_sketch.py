@@ -1,9 +1,9 @@
 """The sketch part: a bucket mapping and one store of counts per observable.
 
 As DDSketch combines a ``LogarithmicMapping`` with a ``DenseStore``, a
-:class:`Sketch` combines the :class:`~fastsoftmax._sketch.BucketMapping`
+:class:`Sketch` combines the :class:`~fastsoftmax._kernels.sketch.BucketMapping`
 (which bucket a log10 falls in, and what a bucket stands for) with one
-:class:`~fastsoftmax._sketch.WindowStore` (the counts, as canonical dense
+:class:`~fastsoftmax._kernels.sketch.WindowStore` (the counts, as canonical dense
 windows) per observable.  Adding sketches adds counts: exact and
 associative, in any order.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._math import NOBS
-from .._sketch import MAPPING, BucketMapping, WindowStore
+from .._kernels.row import NOBS
+from .._kernels.sketch import MAPPING, BucketMapping, WindowStore
 from . import _serial
 
 __all__ = ["Sketch"]
@@ -23,7 +23,7 @@ __all__ = ["Sketch"]
 class Sketch:
     """Bucket counts of ``nobs`` observables over one bucket mapping.
 
-    ``mapping`` is the geometry (:data:`~fastsoftmax._sketch.MAPPING`, the
+    ``mapping`` is the geometry (:data:`~fastsoftmax._kernels.sketch.MAPPING`, the
     one the kernels are compiled for), ``stores[k]`` observable k's counts.
     ``a + b`` (or :meth:`merge`) is a new sketch with the counts of both,
     ``a += b`` adds ``b``'s counts to ``a``; sketches of other observables

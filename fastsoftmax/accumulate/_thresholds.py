@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._math import NOBS
+from .._kernels.row import NOBS
 from . import _serial
 
 __all__ = ["ThresholdCounts"]

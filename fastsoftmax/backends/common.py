@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._gen import GenSpec
+from .._kernels.gen import GenSpec
 from .._inputs import Target, is_dask_array, is_device_array
 from ..accumulate import Accumulator
 

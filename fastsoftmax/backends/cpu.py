@@ -30,24 +30,25 @@ import numpy as np
 from numba import njit, prange
 
 from .. import _config
-from .._config import FASTMATH, KERNEL_VECTOR_WIDTH
-from .._gen import GEN_AFFINE, GEN_ROWS, model_row
+from .._config import FASTMATH
+from .._kernels.features import KERNEL_VECTOR_WIDTH
+from .._kernels.gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
                        generated_row_error)
-from .._math import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
+from .._kernels.row import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
                      row_log_softmax, row_softmax, row_stats, row_stats_into,
                      row_stats_into_ahead, row_target)
-from .._rng import STREAM_LOGITS, fill_normals_rows
-from .._simd import row_view, vector_width
+from .._kernels.rng import STREAM_LOGITS, fill_normals_rows
+from .._kernels.simd import row_view, vector_width
 from .._util import numba_threads
-from .._sketch import SCRATCH_MAX_COUNT, flush_scratch, new_scratch as new_sketch_scratch
+from .._kernels.sketch import SCRATCH_MAX_COUNT, flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
 from .common import OPERATIONS, ArrayJob, ModelJob, is_host_array
 
 __all__ = ["backend", "status", "threads", "threading_layer", "guard"]
 
-_SOURCES = ("_math.py", "_rng.py", "_vmath.py", "_simd.py", "_sketch.py", "_config.py",
-            "_cpu.py", "_gen.py", "_inputs.py", os.path.join("accumulate", "_block.py"),
+_SOURCES = ("_kernels", "_config.py", "_inputs.py", "registries.py",
+            os.path.join("accumulate", "_block.py"),
             os.path.join("accumulate", "_moments.py"), os.path.join("backends", "cpu.py"))
 
 
@@ -56,9 +57,13 @@ def _source_key():
     h = hashlib.sha256()
     for name in _SOURCES:
         path = os.path.join(here, name)
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                h.update(f.read())
+        # a folder counts with every module in it (sorted: the key is stable)
+        paths = (sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".py"))
+                 if os.path.isdir(path) else [path])
+        for q in paths:
+            if os.path.exists(q):
+                with open(q, "rb") as f:
+                    h.update(f.read())
     # the vector-width knob changes the machine code, not the sources
     h.update(str(KERNEL_VECTOR_WIDTH).encode())
     return int(h.hexdigest()[:15], 16)

@@ -20,7 +20,7 @@ from typing import Any, Sequence, overload
 import numpy as np
 
 from .._config import DEFAULT_THRESHOLDS, QUANTILES
-from .._math import NOBS
+from .._kernels.row import NOBS
 from ..accumulate import Accumulator
 
 __all__ = ["Stat", "ApproximationWarning"]

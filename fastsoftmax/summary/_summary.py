@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from .._config import DEFAULT_THRESHOLDS, QUANTILES
 from .._inputs import check_thresholds
-from .._math import OBS_NAMES
+from .._kernels.row import OBS_NAMES
 from .._util import jsonable
 from ..accumulate import Accumulator
 from ._stat import Stat

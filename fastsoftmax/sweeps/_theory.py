@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._math import OBS_NAMES
+from .._kernels.row import OBS_NAMES
 
 __all__ = ["theory_columns", "theory_record", "check_theory", "theory_order"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._math import OBS_NAMES
+from .._kernels.row import OBS_NAMES
 
 #: The observables with a saturation law (a small value means a saturated row):
 #: ``law(model)[obs]`` covers them at any n, with exact bounds from its

@@ -489,7 +489,7 @@ class Observable:
           valid for (n-1)^2 t < 1/(1+1/(n-1))^2 roughly (else 1).
         * ce_grad_norm = sqrt(q^2 + u2) is in [sqrt(n/(n-1)) q, sqrt(2) q].
         * jac_fro: ``||J||_F^2`` = p1^2 (q^2 + 2 u2) + sum_{j != top}
-          p_j^2 (1 - 2 p_j) + u2^2 (fastsoftmax._math), hence
+          p_j^2 (1 - 2 p_j) + u2^2 (fastsoftmax._kernels.row), hence
           sqrt((n+1)/(n-1)) p1 q <= ``||J||_F`` <= 2q (every term is >= 0 as
           p_j <= 1/2 off the top, and 3 p1^2 + 1 + q^2 <= 4).
 

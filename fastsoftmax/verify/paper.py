@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .._math import OBS_NAMES
+from .._kernels.row import OBS_NAMES
 from .constants import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N, OFFSETS
 from .criteria import Check, LawPoint, crossing, drop, judge_law
 from .judges import (judge_ce_right, judge_ce_wrong, judge_critical, judge_flat, judge_literal,

@@ -7,11 +7,11 @@ import math
 import numpy as np
 from numba import cuda
 
-from ..._gen import model_row
-from ..._math import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
+from ..._kernels.gen import model_row
+from ..._kernels.row import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
                       row_stats, row_stats_from, row_sums, row_target, row_top2, store_stats)
-from ..._vmath import fmax, fmin
-from ..._sketch import I_NEGINF, bucket_of
+from ..._kernels.vmath import fmax, fmin
+from ..._kernels.sketch import I_NEGINF, bucket_of
 from ...accumulate import NCH, chan_merge
 from . import _settings
 

@@ -7,11 +7,11 @@ import numpy as np
 from numba import cuda
 
 from ... import _config
-from ..._gen import GEN_DOT_EXPLICIT, GEN_ROWS
+from ..._kernels.gen import GEN_DOT_EXPLICIT, GEN_ROWS
 from ..._inputs import (TARGET_LABELS, Rows, bad_row_error, collapse, compute_dtype,
                         generated_row_error, normalize_axis)
-from ..._math import NOBS
-from ..._sketch import I_NEGINF, NTOT, window_start
+from ..._kernels.row import NOBS
+from ..._kernels.sketch import I_NEGINF, NTOT, window_start
 from ...accumulate import NCH, Accumulator
 from . import _settings
 from ._device import (_DeviceRows, _as_device, _is_device_array, _launch_copy4, _pad2, _view,

@@ -55,8 +55,8 @@ import math
 import numpy as np
 from numba.extending import register_jitable
 
-from ._simd import vector_width
-from ._vmath import fmax, vexp, vlog, vsincos
+from .simd import vector_width
+from .vmath import fmax, vexp, vlog, vsincos
 
 __all__ = [
     "STREAM_LOGITS", "STREAM_SCALE", "STREAM_LABEL", "STREAM_SAMPLED",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba.extending import register_jitable
 
-from . import _rng
-from ._simd import vector_width
+from . import rng as _rng
+from .simd import vector_width
 
 __all__ = ["GenSpec", "model_row", "GEN_ROWS", "GEN_AFFINE", "GEN_DOT_EXACT",
            "GEN_DOT_EXPLICIT"]

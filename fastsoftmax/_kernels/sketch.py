@@ -62,7 +62,7 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from ._config import SKETCH_A_HI, SKETCH_A_LO, SKETCH_ALPHA, SKETCH_B_RATIO
+from .._config import SKETCH_A_HI, SKETCH_A_LO, SKETCH_ALPHA, SKETCH_B_RATIO
 
 __all__ = ["BucketMapping", "MAPPING", "WindowStore", "bucket_fast", "bucket_below",
            "bucket_of", "NTOT", "I_NEGINF", "I_BELOW_A", "window_start", "new_scratch",

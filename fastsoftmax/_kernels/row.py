@@ -73,11 +73,11 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from . import _simd
-from ._inputs import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
-from ._rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
-from ._simd import G, vector_width
-from ._vmath import fmax, vexp, vexp_normal, vlog
+from . import simd as _simd
+from ..registries import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
+from .rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
+from .simd import G, vector_width
+from .vmath import fmax, vexp, vexp_normal, vlog
 
 OBS_NAMES = (
     "max_prob",

@@ -15,7 +15,7 @@ What
 * ``stack_array_like`` / ``stack_array``: small C-contiguous arrays on the
   stack (lane accumulators; LLVM keeps them in vector registers).
 * ``vector_width()``: marks the function it is called from with the vector
-  width chosen by ``_config.KERNEL_VECTOR_WIDTH`` (fastsoftmax's own knob,
+  width chosen by ``features.KERNEL_VECTOR_WIDTH`` (fastsoftmax's own knob,
   ``FASTSOFTMAX_VECTOR_WIDTH``): a function attribute, so numba's target
   for the user's other code is untouched.
 * ``top2``: the two largest values with multiplicity, 16 lanes.
@@ -43,7 +43,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 from numba.np import numpy_support
 
-from . import _config
+from . import features
 
 # The vector IR below is lowered correctly by LLVM 20 (numba >= 0.62, llvmlite
 # >= 0.45); LLVM 15 (numba 0.61) miscompiles it into wrong results (measured:
@@ -144,7 +144,7 @@ def vector_width():
 @intrinsic
 def _vector_width_ir(typingctx):
     def codegen(context, builder, sig, args):
-        w = _config.KERNEL_VECTOR_WIDTH
+        w = features.KERNEL_VECTOR_WIDTH
         if w:
             attrs = builder.function.attributes
             # llvmlite's AttributeSet knows no string attributes: add raw
@@ -177,7 +177,7 @@ def _ol_vector_width():
 # (chunks first, then halves within a chunk): the same order at any width.
 
 def _chunk_lanes(elem):
-    bits = 512 if _config.KERNEL_VECTOR_WIDTH >= 512 else 256
+    bits = 512 if features.KERNEL_VECTOR_WIDTH >= 512 else 256
     eb = 32 if elem in (ir.FloatType(), ir.IntType(32)) else 64
     return min(G, bits // eb)
 
