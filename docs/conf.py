@@ -1,7 +1,7 @@
 """Sphinx configuration of the fastsoftmax site: the guide (MyST Markdown)
 and the API reference (autodoc + numpydoc), built with -W in CI.
 
-    sphinx-build -W --keep-going -b html docs docs/_build/html
+    sphinx-build -W --keep-going -b html docs build/docs
 """
 import os
 import sys
