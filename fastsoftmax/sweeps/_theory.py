@@ -11,8 +11,9 @@ where no law covers the point, or outside the law's stated domain):
 * ``<obs>_theory_q0.5``: the median, likewise (for n > 2 only where it lies
   below 1e-3, the law's regime);
 * ``<obs>_theory_mean``: the exact mean, n <= 2 only;
-* ``entropy_theory_rem_mean``, ``max_prob_theory_rem_mean``: the random
-  energy model's means (n > 2, where it states an accuracy);
+* ``<obs>_theory_rem_mean``: the random energy model's means, for the
+  observables it covers (``law.rem[obs]``; n > 2, where it states an
+  accuracy);
 * ``theory_order``: the order of the saturation law used for the row.
 
 Models: Gaussian, Shifted, DotProduct; targets "argmax" and "random" (for
@@ -26,12 +27,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._kernels.row import OBS_NAMES
+from ..registries import OBSERVABLES
 
 __all__ = ["theory_columns", "theory_record", "check_theory", "theory_order"]
 
-REM = ("entropy", "max_prob")
-_TARGETED = ("ce_loss", "ce_grad_norm", "ce_grad_target")
+OBS_NAMES = tuple(o.name for o in OBSERVABLES)
+# the observables with a random energy model law, and those that depend on the target
+REM = tuple(o.name for o in OBSERVABLES if o.rem is not None)
+_TARGETED = tuple(o.name for o in OBSERVABLES if o.targeted)
 # the saturation law is asymptotic as t -> 0: meant for t <= 1e-3
 T_MAX = 1e-3
 
@@ -69,7 +72,7 @@ def theory_columns(thresholds: Sequence[float]) -> list[str]:
 
     Per observable ``<obs>_theory_mean``, ``<obs>_theory_q0.5`` and
     ``<obs>_theory_below_<t>`` for each threshold, ``<obs>_theory_rem_mean``
-    for entropy and max_prob, then ``theory_order``.
+    for the observables with a random energy model law, then ``theory_order``.
 
     Parameters
     ----------
@@ -134,7 +137,7 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
         :func:`theory_columns` -> value: exact for n <= 2 (every
         observable's mean, median and fractions); for n > 2 the saturation
         law's fractions and median of the saturating observables and the
-        random energy model's mean entropy and max_prob.
+        random energy model's means.
 
     Examples
     --------
