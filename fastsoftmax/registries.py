@@ -246,6 +246,21 @@ class Model:
     law: str
     scale_param: str | None = None
 
+    def param(self, name: str) -> Param:
+        """The parameter called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A field name.
+
+        Returns
+        -------
+        Param
+            Its record.
+        """
+        return next(p for p in self.params if p.name == name)
+
 
 _N = Param("n", "int>=1")
 _T = Param("temperature", "real>0", 1.0)

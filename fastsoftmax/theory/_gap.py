@@ -18,7 +18,7 @@ Gauss-Legendre panels on each side, in log space
 sharp it is, so n = 2 and n = 10^9 take the same time, and tails keep their
 relative accuracy until they underflow.  The lower tail P(G_1 < g) is
 integrated from the density of G_1, never taken as 1 - sf.  Measured against
-30-digit mpmath (tests/test_theory.py): relative error <= 1e-12 for
+30-digit mpmath (tests/test_theory_gap.py): relative error <= 1e-12 for
 n = 2 ... 65,536 down to sf = 1e-122 (observed 3e-14), 1e-11 for the lower
 tail down to cdf = 1e-10.
 
