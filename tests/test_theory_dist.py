@@ -4,26 +4,65 @@ each other, the options and messages."""
 import numpy as np
 import pytest
 
-from fastsoftmax.theory import Law
+from fastsoftmax.theory import Gap, Law, Observable, RemObservable
+from fastsoftmax.theory._frozen import Frozen
+
+VERBS = ("cdf", "sf", "logcdf", "logsf", "ppf", "isf", "median", "mean")
 
 
+@pytest.mark.parametrize("cls", [Observable, Gap, RemObservable])
+def test_verbs_are_written_once(cls):
+    """Every frozen law has the base's verbs (one definition, one docstring)
+    and supplies only its private tails and quantiles."""
+    assert issubclass(cls, Frozen)
+    for verb in VERBS:
+        assert verb not in vars(cls), f"{cls.__name__}.{verb} written again"
+        assert getattr(cls, verb) is getattr(Frozen, verb)
+    assert {"_logcdf", "_logsf", "_ppf"} <= set(vars(cls))
+
+
+def test_base_derives_the_verbs():
+    """cdf = exp(logcdf), sf = exp(logsf), median = ppf(1/2), isf(q) =
+    ppf(1 - q) unless the law solves its own upper tail, q checked first."""
+    class Exp(Frozen):                      # the exponential law of rate 1
+        def _logcdf(self, x):
+            return np.log(-np.expm1(-np.asarray(x, dtype=float)))
+
+        def _logsf(self, x):
+            return -np.asarray(x, dtype=float)
+
+        def _ppf(self, q):
+            return -np.log1p(-q)
+
+    d, x, q = Exp(), np.array([0.1, 1.0, 5.0]), np.array([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(d.cdf(x), -np.expm1(-x), rtol=1e-15)
+    np.testing.assert_allclose(d.sf(x), np.exp(-x), rtol=1e-15)
+    np.testing.assert_allclose(d.isf(q), -np.log(q), rtol=1e-14)
+    assert float(d.median()) == pytest.approx(np.log(2.0), rel=1e-15)
+    with pytest.raises(ValueError, match="^q must"):
+        d.ppf(1.5)
+    with pytest.raises(NotImplementedError, match="not computed"):
+        d.mean()
+
+
+# every kind of law (n = 2, the saturation law at both orders, a random label,
+# a dot product's mixture), each at the ends of its range of thresholds: the
+# dot product's quantiles are solved through its chi^2 mixture, so one point
 SIBLINGS = [
-    (lambda: Law.gaussian(2, 3.0), "jac_diag_max", "argmax", 1),
-    (lambda: Law.gaussian(2, 3.0), "max_prob", "argmax", 1),
-    (lambda: Law.gaussian(2, 3.0), "ce_loss", "random", 1),
-    (lambda: Law.gaussian(64, 25.0), "jac_diag_max", "argmax", 0),
-    (lambda: Law.gaussian(64, 25.0), "jac_fro", "argmax", 1),
-    (lambda: Law.gaussian(64, 25.0), "ce_grad_target", "random", 1),
-    (lambda: Law.dot_product(64, 1024, False), "one_minus_max_prob", "argmax", 0),
+    (lambda: Law.gaussian(2, 3.0), "jac_diag_max", "argmax", 1, [1e-5, 1e-2]),
+    (lambda: Law.gaussian(2, 3.0), "max_prob", "argmax", 1, [0.6, 0.999]),
+    (lambda: Law.gaussian(2, 3.0), "ce_loss", "random", 1, [1e-4, 1e-2]),
+    (lambda: Law.gaussian(64, 25.0), "jac_diag_max", "argmax", 0, [1e-5, 1e-2]),
+    (lambda: Law.gaussian(64, 25.0), "jac_fro", "argmax", 1, [1e-5, 1e-2]),
+    (lambda: Law.gaussian(64, 25.0), "ce_grad_target", "random", 1, [1e-4, 1e-2]),
+    (lambda: Law.dot_product(64, 1024, False), "one_minus_max_prob", "argmax", 0, [1e-5]),
 ]
 
 
-@pytest.mark.parametrize("make,obs,target,order", SIBLINGS)
-def test_observable_verbs_agree(make, obs, target, order):
+@pytest.mark.parametrize("make,obs,target,order,t", SIBLINGS)
+def test_observable_verbs_agree(make, obs, target, order, t):
     d = make().observable(obs, target, order)
-    t = np.array([1e-5, 1e-3, 1e-2]) if target == "argmax" else np.array([1e-4, 1e-3, 1e-2])
-    if obs == "max_prob":
-        t = np.array([0.6, 0.9, 0.999])
+    t = np.array(t)
     cdf, sf = d.cdf(t), d.sf(t)
     np.testing.assert_allclose(cdf + sf, 1.0, rtol=1e-12)
     np.testing.assert_allclose(d.logsf(t), np.log(sf), rtol=1e-12)

@@ -108,7 +108,10 @@ def _two_logit(obs, branch="top"):
 
 def _other_floor(obs):
     """The least value of a targeted ``obs`` whose label is not the argmax, at n > 2."""
-    return _OTHER_FLOOR[OBSERVABLE[obs].two_logit_other]
+    key = OBSERVABLE[obs].two_logit_other
+    if key is None:
+        raise ValueError(f"{obs} does not depend on the target")
+    return _OTHER_FLOOR[key]
 
 
 def _mean2(f, s, n):
