@@ -23,7 +23,7 @@ import numpy as np
 
 from ._version import __version__
 from .registries import (TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS, TARGET_RANDOM,
-                         TARGET_SAMPLED, TargetMode)
+                         TARGET_SAMPLED, TARGETS, TargetMode)
 
 __all__ = [
     "TargetMode", "Target", "Rows", "BadRowError", "is_dask_array", "is_device_array",
@@ -40,8 +40,7 @@ BACKENDS = ("auto", "cpu", "cuda")
 
 
 # targets: the one enum lives in ``registries`` (the kernels read its ints)
-_MC_NAMES = {"argmax": TargetMode.ARGMAX, "random": TargetMode.RANDOM,
-             "sampled": TargetMode.SAMPLED}
+_MC_NAMES = {t.name: t.mode for t in TARGETS if t.monte_carlo and t.by_name}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ._inputs import (Target, array_config, array_target, batch_shape, check_bac
                       check_seed, check_thresholds, compute_dtype, mc_config, mc_target,
                       normalize_axis)
 from ._kernels.row import NOBS, OBS_NAMES
+from .registries import with_observable_table
 from ._util import check_progress, progress_bar
 from .backends import get_backend, resolve
 from .backends.common import ArrayJob, Backend, ModelJob
@@ -234,17 +235,7 @@ def observables(x: Any, target: Any = "argmax", axis: int | tuple[int, ...] | No
     :math:`p_{(1)} \ge p_{(2)}` its two largest probabilities, the softmax
     Jacobian :math:`J = \mathrm{diag}(p) - p p^T` and target class y:
 
-    ====================== ==================================================
-    ``max_prob``           :math:`p_{(1)}`
-    ``one_minus_max_prob`` :math:`1 - p_{(1)}` (the sum of the other probabilities)
-    ``entropy``            :math:`-\sum_i p_i \log p_i` (nats)
-    ``jac_diag_max``       :math:`\max_i p_i (1 - p_i)`, the largest diagonal entry of J
-    ``jac_offdiag_max``    :math:`\max_{i \ne j} p_i p_j = p_{(1)} p_{(2)}`
-    ``jac_fro``            :math:`\lVert J \rVert_F`
-    ``ce_loss``            :math:`-\log p_y`
-    ``ce_grad_norm``       :math:`\lVert p - e_y \rVert_2`, the cross-entropy gradient's norm
-    ``ce_grad_target``     :math:`1 - p_y`, its target component's size
-    ====================== ==================================================
+    <the observables: fastsoftmax.registries.observable_table()>
 
     Every value is computed in the log domain (see ``fastsoftmax._kernels.row``):
     one pass finds the top two logits, the rest is exponentiated relative to
@@ -299,6 +290,9 @@ def observables(x: Any, target: Any = "argmax", axis: int | tuple[int, ...] | No
     out.update({"log10_" + name: vals[NOBS + k].reshape(job.batch)
                 for k, name in enumerate(OBS_NAMES)})
     return out
+
+
+observables.__doc__ = with_observable_table(observables.__doc__)
 
 
 # --------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from . import registries as _reg
 from ._kernels import gen as _gen
 from ._inputs import check_int, check_real
 
@@ -57,6 +58,16 @@ def _NONNEG(name: str, v: Any) -> float:
 
 def _POSITIVE(name: str, v: Any) -> float:
     return check_real(name, v, positive=True)
+
+
+# a parameter's check by its kind in the model's record (fastsoftmax.registries)
+_KIND_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "int>=1": _N, "real": _REAL, "real>=0": _NONNEG, "real>0": _POSITIVE}
+
+
+def _checks_of(rec: _reg.Model) -> dict[str, Callable[[str, Any], Any]]:
+    """field -> check of a model's numeric parameters, from its record."""
+    return {p.name: _KIND_CHECKS[p.kind] for p in rec.params if p.kind in _KIND_CHECKS}
 
 
 class _Model:
@@ -140,8 +151,8 @@ class Gaussian(_Model):
     scale: float = 1.0
     mean: float = 0.0
     temperature: float = 1.0
-    name = "gaussian"
-    _checks = dict(n=_N, scale=_NONNEG, mean=_REAL, temperature=_POSITIVE)
+    name = _reg.GAUSSIAN.name
+    _checks = _checks_of(_reg.GAUSSIAN)
 
     def gen_spec(self) -> _gen.GenSpec:
         """What the kernels draw rows from: the affine generator a + b z.
@@ -210,8 +221,8 @@ class Shifted(_Model):
     offset: float = 0.0
     spread: float = 1.0
     temperature: float = 1.0
-    name = "shifted"
-    _checks = dict(n=_N, offset=_REAL, spread=_NONNEG, temperature=_POSITIVE)
+    name = _reg.SHIFTED.name
+    _checks = _checks_of(_reg.SHIFTED)
 
     def gen_spec(self) -> _gen.GenSpec:
         """What the kernels draw rows from: the affine generator a + b z.
@@ -291,17 +302,18 @@ class DotProduct(_Model):
     scaled: bool = True
     method: str = "exact"
     temperature: float = 1.0
-    name = "dotproduct"
-
-    _checks = dict(n=_N, d_k=_N, temperature=_POSITIVE)
+    name = _reg.DOT_PRODUCT.name
+    _checks = _checks_of(_reg.DOT_PRODUCT)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.scaled, (bool, np.bool_)):
             raise TypeError(f"scaled must be True or False, got {self.scaled!r}")
         object.__setattr__(self, "scaled", bool(self.scaled))
-        if self.method not in ("exact", "explicit"):
-            raise ValueError(f"method must be 'exact' or 'explicit', got {self.method!r}")
+        methods = _reg.DOT_PRODUCT.param("method").choices
+        if self.method not in methods:
+            raise ValueError(f"method must be {' or '.join(map(repr, methods))}, "
+                             f"got {self.method!r}")
         if self.method == "explicit" and self.n * self.d_k > 2 ** 34:
             raise ValueError("explicit DotProduct needs n * d_k <= 2**34 per row")
 
@@ -328,5 +340,5 @@ class DotProduct(_Model):
 
 
 #: The model classes by name (what ``sweep("dotproduct", ...)`` and the CLI accept).
-MODELS: dict[str, type[_Model]] = {"gaussian": Gaussian, "shifted": Shifted,
-                                   "dotproduct": DotProduct}
+MODELS: dict[str, type[_Model]] = {
+    rec.name: cls for rec, cls in zip(_reg.MODELS, (Gaussian, Shifted, DotProduct))}

@@ -74,25 +74,24 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from . import simd as _simd
+from .. import registries as _reg
 from ..registries import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
 from .rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from .simd import G, vector_width
 from .vmath import fmax, vexp, vexp_normal, vlog
 
-OBS_NAMES = (
-    "max_prob",
-    "one_minus_max_prob",
-    "entropy",
-    "jac_diag_max",
-    "jac_offdiag_max",
-    "jac_fro",
-    "ce_loss",
-    "ce_grad_norm",
-    "ce_grad_target",
-)
+# the observables' names and indices, from their records (registries)
+OBS_NAMES = tuple(o.name for o in _reg.OBSERVABLES)
 NOBS = len(OBS_NAMES)
-(MAX_PROB, ONE_MINUS_MAX_PROB, ENTROPY, JAC_DIAG_MAX, JAC_OFFDIAG_MAX, JAC_FRO,
- CE_LOSS, CE_GRAD_NORM, CE_GRAD_TARGET) = range(NOBS)
+MAX_PROB = _reg.MAX_PROB.index
+ONE_MINUS_MAX_PROB = _reg.ONE_MINUS_MAX_PROB.index
+ENTROPY = _reg.ENTROPY.index
+JAC_DIAG_MAX = _reg.JAC_DIAG_MAX.index
+JAC_OFFDIAG_MAX = _reg.JAC_OFFDIAG_MAX.index
+JAC_FRO = _reg.JAC_FRO.index
+CE_LOSS = _reg.CE_LOSS.index
+CE_GRAD_NORM = _reg.CE_GRAD_NORM.index
+CE_GRAD_TARGET = _reg.CE_GRAD_TARGET.index
 
 INV_LN10 = 1.0 / math.log(10.0)
 LOG_SQRT2 = 0.5 * math.log(2.0)

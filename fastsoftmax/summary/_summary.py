@@ -168,9 +168,8 @@ class Summary:
         Returns
         -------
         tuple of str
-            ``max_prob``, ``one_minus_max_prob``, ``entropy``, ``jac_diag_max``,
-            ``jac_offdiag_max``, ``jac_fro``, ``ce_loss``, ``ce_grad_norm``,
-            ``ce_grad_target``.
+            Every name of ``fastsoftmax.OBS_NAMES``, in order (one per record
+            of ``fastsoftmax.registries.OBSERVABLES``).
 
         Examples
         --------

@@ -1,8 +1,9 @@
 """Prediction columns of a sweep (``sweep(..., theory=True)``): the laws of
 :mod:`fastsoftmax.theory` beside each point's measured statistics.
 
-Columns, for every observable ``<obs>`` of ``fastsoftmax.OBS_NAMES`` (NaN
-where no law covers the point, or outside the law's stated domain):
+Columns, for every observable ``<obs>`` of ``fastsoftmax.OBS_NAMES`` (its
+record, :class:`fastsoftmax.registries.Observable`, says which laws cover
+it; NaN where no law covers the point, or outside the law's stated domain):
 
 * ``<obs>_theory_below_<t>``: P(obs < t) for each threshold t: exact for
   n <= 2 (every observable); for n > 2 the saturation law of the saturating
@@ -11,8 +12,9 @@ where no law covers the point, or outside the law's stated domain):
 * ``<obs>_theory_q0.5``: the median, likewise (for n > 2 only where it lies
   below 1e-3, the law's regime);
 * ``<obs>_theory_mean``: the exact mean, n <= 2 only;
-* ``entropy_theory_rem_mean``, ``max_prob_theory_rem_mean``: the random
-  energy model's means (n > 2, where it states an accuracy);
+* ``<obs>_theory_rem_mean``: the random energy model's means, for the
+  observables it covers (``law.rem[obs]``; n > 2, where it states an
+  accuracy);
 * ``theory_order``: the order of the saturation law used for the row.
 
 Models: Gaussian, Shifted, DotProduct; targets "argmax" and "random" (for
@@ -26,12 +28,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._kernels.row import OBS_NAMES
+from ..registries import OBSERVABLES
 
 __all__ = ["theory_columns", "theory_record", "check_theory", "theory_order"]
 
-REM = ("entropy", "max_prob")
-_TARGETED = ("ce_loss", "ce_grad_norm", "ce_grad_target")
 # the saturation law is asymptotic as t -> 0: meant for t <= 1e-3
 T_MAX = 1e-3
 
@@ -69,7 +69,7 @@ def theory_columns(thresholds: Sequence[float]) -> list[str]:
 
     Per observable ``<obs>_theory_mean``, ``<obs>_theory_q0.5`` and
     ``<obs>_theory_below_<t>`` for each threshold, ``<obs>_theory_rem_mean``
-    for entropy and max_prob, then ``theory_order``.
+    for the observables with a random energy model law, then ``theory_order``.
 
     Parameters
     ----------
@@ -94,11 +94,11 @@ def theory_columns(thresholds: Sequence[float]) -> list[str]:
 'theory_order')
     """
     cols = []
-    for obs in OBS_NAMES:
-        cols += [f"{obs}_theory_mean", f"{obs}_theory_q0.5"]
-        cols += [f"{obs}_theory_below_{t:g}" for t in thresholds]
-        if obs in REM:
-            cols.append(f"{obs}_theory_rem_mean")
+    for o in OBSERVABLES:
+        cols += [f"{o.name}_theory_mean", f"{o.name}_theory_q0.5"]
+        cols += [f"{o.name}_theory_below_{t:g}" for t in thresholds]
+        if o.rem is not None:
+            cols.append(f"{o.name}_theory_rem_mean")
     return cols + ["theory_order"]
 
 
@@ -134,7 +134,7 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
         :func:`theory_columns` -> value: exact for n <= 2 (every
         observable's mean, median and fractions); for n > 2 the saturation
         law's fractions and median of the saturating observables and the
-        random energy model's mean entropy and max_prob.
+        random energy model's means.
 
     Examples
     --------
@@ -160,12 +160,15 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         if n > 2:
-            for obs in REM:
-                rem = law.rem[obs]
+            for o in OBSERVABLES:
+                if o.rem is None:
+                    continue
+                rem = law.rem[o.name]
                 if np.isfinite(rem.stated_accuracy()[0]):
-                    rec[f"{obs}_theory_rem_mean"] = _f(rem.mean())
-        for obs in OBS_NAMES:
-            if obs in _TARGETED and tgt is None:
+                    rec[f"{o.name}_theory_rem_mean"] = _f(rem.mean())
+        for o in OBSERVABLES:
+            obs = o.name
+            if o.targeted and tgt is None:
                 continue
             tg = tgt or "argmax"
             if n <= 2:
@@ -178,7 +181,7 @@ def theory_record(model: Any, target: Any, thresholds: Sequence[float],
                     except ValueError:
                         pass
                 continue
-            if obs not in theory.SATURATING:
+            if not o.saturates:
                 continue
             d = law.observable(obs, tg, order)
             if not np.isfinite(d.stated_accuracy()[0]):

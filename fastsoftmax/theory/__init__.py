@@ -41,7 +41,9 @@ The modules, one concern each: ``_checks`` (argument checks), ``_quad``
 law and :class:`Gap`), ``_two`` (two-logit rows: the exact n <= 2 laws),
 ``_saturation`` (the saturation law and its bounds), ``_extremes`` (b_n,
 E[max], sigma_c), ``_rem`` (the random energy model and its frozen laws),
-``_accuracy`` (the stated accuracies), ``_dist`` (:class:`Observable`),
+``_accuracy`` (the stated accuracies), ``_frozen`` (the verbs every frozen
+law shares, derived once from its tails and quantiles), ``_dist``
+(:class:`Observable`),
 ``_law`` (:class:`Law`, :func:`law`), ``_critical`` (sigma*, d_k*),
 ``_compat`` and ``_deprecation`` (the 0.2.0 spellings).  Each module's
 docstring holds its derivation and measured accuracy.

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._checks import _check_n, _check_order, _check_scale
-from ._extremes import _b_n
+from ._extremes import _b_n, _sigma_c
 
 #: The laws whose accuracy :func:`stated_accuracy` states, and where: the
 #: measured domains of docs/theory.md, with m = sigma_c / sigma for the
@@ -114,7 +114,7 @@ def stated_accuracy(what: str, n: ArrayLike, scale: ArrayLike,
         raise ValueError(f"what must be one of {', '.join(ACCURACY)}; got {what!r}")
     _check_order(order)
     n, s = np.broadcast_arrays(_check_n(n), _check_scale("scale", scale))
-    sc = np.sqrt(2.0 * np.log(n))
+    sc = _sigma_c(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         m = np.where(s > 0, sc / s, np.inf)
         mb = np.where(s > 0, _b_n(np.maximum(n, 2.0)) / s, np.inf)

@@ -9,15 +9,15 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._kernels.row import OBS_NAMES
+from ..registries import OBSERVABLE, OBSERVABLES
 
+OBS_NAMES = tuple(o.name for o in OBSERVABLES)
 #: The observables with a saturation law (a small value means a saturated row):
 #: ``law(model)[obs]`` covers them at any n, with exact bounds from its
-#: ``bounds``; the others (max_prob, entropy) have an exact law for n <= 2 only.
-SATURATING = ("one_minus_max_prob", "jac_diag_max", "jac_offdiag_max", "jac_fro",
-              "ce_loss", "ce_grad_norm", "ce_grad_target")
+#: ``bounds``; the others have an exact law for n <= 2 only.
+SATURATING = tuple(o.name for o in OBSERVABLES if o.saturates)
 # the ones whose value depends on the target class
-TARGETED = ("ce_loss", "ce_grad_norm", "ce_grad_target")
+TARGETED = tuple(o.name for o in OBSERVABLES if o.targeted)
 TARGETS = ("argmax", "random")
 
 
@@ -70,6 +70,11 @@ def _check_obs(obs: str, allowed: tuple[str, ...] = OBS_NAMES) -> str:
     if obs not in allowed:
         raise ValueError(f"obs must be one of {', '.join(allowed)}; got {obs!r}")
     return obs
+
+
+def _record(obs: str):
+    """The registry's record of a checked observable name."""
+    return OBSERVABLE[_check_obs(obs)]
 
 
 def _check_target(target: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..registries import JAC_DIAG_MAX
 from ._checks import (SATURATING, _check_n, _check_obs, _check_order, _check_positive,
                       _check_prob, _check_t)
 from ._law import Law
@@ -20,7 +21,7 @@ from ._two import _two_logit
 __all__ = ["critical_scale", "critical_d_k"]
 
 
-def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order: int = 1,
+def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = JAC_DIAG_MAX.name, order: int = 1,
                    fraction: ArrayLike = 0.5) -> np.ndarray:
     r"""The critical scale sigma*(t) of Gaussian logits.
 
@@ -98,7 +99,7 @@ def critical_scale(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max", order:
     return out.reshape(shape)
 
 
-def critical_d_k(t: ArrayLike, n: ArrayLike, obs: str = "jac_diag_max",
+def critical_d_k(t: ArrayLike, n: ArrayLike, obs: str = JAC_DIAG_MAX.name,
                  temperature: ArrayLike = 1.0, scaled: bool = False, order: int = 1,
                  fraction: ArrayLike = 0.5) -> np.ndarray:
     r"""The critical key dimension d_k*(t) of unscaled dot products.

@@ -9,16 +9,14 @@ exact for n <= 2 (fastsoftmax.theory._two), the saturation law for n > 2
 energy model's (:class:`~fastsoftmax.theory.RemObservable`,
 fastsoftmax.theory._rem).
 
-Each verb is written once, for logits of one scale sigma, and mixed over
+Each tail is written once, for logits of one scale sigma, and mixed over
 the law's scale by the law (a Gaussian law has one scale; a dot product's
-is b sqrt(c) / T with c ~ chi^2(d_k)).  Everything broadcasts over its
-argument and the law's parameters, like a frozen :mod:`scipy.stats`
-distribution.  The verbs follow scipy.stats: ``cdf(t)`` = P(X <= t),
-``sf(t)`` = P(X > t), ``logcdf``, ``logsf``, ``ppf(q)`` (the t with
-cdf(t) = q), ``isf(q)`` (the t with sf(t) = q), ``median()``, ``mean()``
-(only where exact).  The laws are continuous for n >= 2 and a logit scale
-> 0, so ``cdf(t)`` is also P(X < t), the fraction that
-``Summary[obs].fraction_below(t)`` measures.
+is b sqrt(c) / T with c ~ chi^2(d_k)).  The verbs (``cdf``, ``sf``,
+``logcdf``, ``logsf``, ``ppf``, ``isf``, ``median``, ``mean``) are those of
+every frozen law (fastsoftmax.theory._frozen): this module supplies the two
+log-tails, the quantiles and the exact mean.  The laws are continuous for
+n >= 2 and a logit scale > 0, so ``cdf(t)`` is also P(X < t), the fraction
+that ``Summary[obs].fraction_below(t)`` measures.
 """
 from __future__ import annotations
 
@@ -26,16 +24,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._accuracy import stated_accuracy
-from ._checks import (SATURATING, TARGETED, _check_obs, _check_order, _check_prob, _check_t,
-                      _check_target, _real_array)
+from ._checks import (SATURATING, _check_obs, _check_order, _check_t, _check_target,
+                      _real_array, _record)
+from ._frozen import Frozen
 from ._quad import _Family, _log, _solve
 from ._saturation import _NEIGHBOUR, _bound_gaps, _log_sat0_sf, _log_sat1
-from ._two import _mean2, _two_logit
+from ._two import _mean2, _other_floor, _two_logit
 
 __all__ = ["Observable"]
 
 
-class Observable:
+class Observable(Frozen):
     r"""The law of one softmax observable, frozen for a target and an order.
 
     Made by ``law[obs]``, ``law[obs, target]`` or :meth:`Law.observable`,
@@ -96,6 +95,20 @@ class Observable:
     2% at m = 1/4, 10-15% low at m = 1/2; order 0 high by about
     (pi m)^2 / 6 relatively (at most 1 - sin(pi m)/(pi m)).
 
+    The verbs: thresholds t lie in (0, 1] (beyond 1 at n <= 2 for the
+    observables that exceed 1).  Exact laws (n <= 2, and order 0) take each
+    tail from the gap's, with its relative accuracy; the order-1 law's upper
+    tail is log(1 - cdf).  ``ppf`` is f2(gap quantile) where the law is a
+    function of the gap (f2 the two-logit observable, monotone in G);
+    otherwise it is solved in ln t over (1e-300, 1] (to the least value of a
+    row labelled off its argmax, 1/2 or ln 2, for a random label at n > 2;
+    NaN where the law does not reach q there).  ``mean`` is exact for
+    n <= 2 only (a ``ValueError`` for n > 2, where it is not set by the
+    saturated rows): E f(G) = int_0^inf f(s g) e^(-g^2/4)/sqrt(pi) dg for
+    n = 2 (x1 - x2 ~ N(0, 2 s^2)), by Gauss-Legendre on geometric panels;
+    target "random": the average of the argmax and the other class; n = 1:
+    the value at G = inf.
+
     Examples
     --------
     >>> from fastsoftmax import models, theory
@@ -107,16 +120,17 @@ class Observable:
     """
 
     def __init__(self, law: _Family, obs: str, target: str = "argmax", order: int = 1) -> None:
-        _check_obs(obs)
+        rec = _record(obs)
         _check_target(target)
         _check_order(order)
-        if obs not in SATURATING and (law.n > 2).any():
+        if not rec.saturates and (law.n > 2).any():
             raise ValueError(f"obs must be one of {', '.join(SATURATING)} for n > 2: {obs!r} "
                              f"has no saturation law there (its law here is for n <= 2; at "
                              f"large n see law.rem[{obs!r}])")
         self.law, self.obs, self.target, self.order = law, obs, target, order
+        self._rec = rec
         self._f, self._increasing, self._gamma = _two_logit(obs)
-        self._random = target == "random" and obs in TARGETED
+        self._random = target == "random" and rec.targeted
 
     def __repr__(self) -> str:
         return f"{self.law!r}.observable({self.obs!r}, target={self.target!r}, " \
@@ -126,14 +140,14 @@ class Observable:
 
     def _check_threshold(self, t: ArrayLike) -> np.ndarray:
         n = self.law.n
-        if self.obs in ("ce_loss", "ce_grad_norm", "entropy") and not (n > 2).any():
+        if not self._rec.unit_interval and not (n > 2).any():
             a = _real_array("t", t)
             if not (a > 0).all():
                 raise ValueError(f"t must be > 0, got {t!r}")
             return a
         a = _check_t(t)
         if self._random and (n > 2).any():
-            lim = np.log(2.0) if self.obs == "ce_loss" else 0.5
+            lim = _other_floor(self.obs)
             if (a > lim).any():
                 raise ValueError(f"t must be <= {lim:.4g} for target 'random' at n > 2 "
                                  f"(the law counts only the rows labelled by their argmax)")
@@ -177,191 +191,19 @@ class Observable:
         a = self._check_threshold(t)
         return self._with_random(a, self._log_top(a, upper), upper)
 
-    # scipy.stats' verbs -----------------------------------------------------
+    # what this law alone knows (the verbs: fastsoftmax.theory._frozen) --------
 
-    def logcdf(self, t: ArrayLike) -> np.ndarray:
-        """Log of P(obs <= t), finite where ``cdf`` underflows.
-
-        Parameters
-        ----------
-        t : array_like of float
-            The threshold, in (0, 1] (ce_loss, ce_grad_norm and entropy may
-            exceed 1 at n <= 2).
-
-        Returns
-        -------
-        ndarray
-            Broadcast over t and the law's parameters.
-
-        Raises
-        ------
-        ValueError
-            For t out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> law = theory.Law.dot_product(64, 16, scaled=True)
-        >>> print(f"{float(law['jac_diag_max'].logcdf(1e-6)):.1f}")
-        -63.5
-        """
+    def _logcdf(self, t: ArrayLike) -> np.ndarray:
         return self._log_tail(t, False)
 
-    def logsf(self, t: ArrayLike) -> np.ndarray:
-        """Log of P(obs > t).
-
-        Parameters
-        ----------
-        t : array_like of float
-            The threshold (as :meth:`logcdf`).
-
-        Returns
-        -------
-        ndarray
-            Broadcast over t and the law's parameters.  Exact laws (n <= 2,
-            and order 0) take it from the gap's other tail, with its relative
-            accuracy; the order-1 law as log(1 - cdf).
-
-        Raises
-        ------
-        ValueError
-            For t out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0)['max_prob'].logsf(0.5 + 1e-9)):.3f}")
-        -0.000
-        """
+    def _logsf(self, t: ArrayLike) -> np.ndarray:
         return self._log_tail(t, True)
 
-    def cdf(self, t: ArrayLike) -> np.ndarray:
-        """P(obs <= t): the fraction of rows whose observable is below t.
+    def _ppf(self, q: np.ndarray) -> np.ndarray:
+        return self._quantile(q, False)
 
-        Parameters
-        ----------
-        t : array_like of float
-            The threshold (as :meth:`logcdf`).
-
-        Returns
-        -------
-        ndarray
-            Broadcast over t and the law's parameters; the fraction
-            ``Summary[obs].fraction_below(t)`` measures.
-
-        Raises
-        ------
-        ValueError
-            For t out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> law = theory.Law.dot_product(64, 4096, scaled=False)
-        >>> print(f"{float(law['jac_diag_max'].cdf(1e-6)):.4f}")
-        0.5905
-        """
-        return np.exp(self.logcdf(t))
-
-    def sf(self, t: ArrayLike) -> np.ndarray:
-        """P(obs > t), the survival function.
-
-        Parameters
-        ----------
-        t : array_like of float
-            The threshold (as :meth:`logcdf`).
-
-        Returns
-        -------
-        ndarray
-            ``exp(logsf(t))``: 1 - cdf(t), computed from its own tail where
-            the law is exact.
-
-        Raises
-        ------
-        ValueError
-            For t out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(64, 49.0)['jac_diag_max'].sf(1e-6)):.4f}")
-        0.5017
-        """
-        return np.exp(self.logsf(t))
-
-    def ppf(self, q: ArrayLike) -> np.ndarray:
-        """The q-quantile of obs: the t with cdf(t) = q.
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability level.
-
-        Returns
-        -------
-        ndarray
-            For the argmax target at n <= 2 and for ``order=0``, f2(gap
-            quantile) with f2 the two-logit observable (monotone in G);
-            otherwise solved in ln t over (1e-300, 1] (to 1/2, ln 2 for
-            ce_loss, for a random label at n > 2; NaN where the law does not
-            reach q there).
-
-        Raises
-        ------
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(64, 49.0)['jac_diag_max'].ppf(0.5)):.3e}")
-        1.067e-06
-        """
-        return self._quantile(_check_prob("q", q), False)
-
-    def isf(self, q: ArrayLike) -> np.ndarray:
-        """The t with sf(t) = q (the inverse survival function).
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability of a larger value.
-
-        Returns
-        -------
-        ndarray
-            From the gap's upper or lower tail where the law is a function of
-            the gap (as :meth:`ppf`); elsewhere ``ppf(1 - q)``.
-
-        Raises
-        ------
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 3.0)['jac_diag_max'].isf(0.5)):.6f}")
-        0.051159
-        """
-        return self._quantile(_check_prob("q", q), True)
-
-    def median(self) -> np.ndarray:
-        """The median of obs (``ppf(0.5)``).
-
-        Returns
-        -------
-        ndarray
-            The median, broadcast over the law's parameters.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 3.0)['jac_diag_max'].median()):.6f}")
-        0.051159
-        """
-        return self.ppf(0.5)
+    def _isf(self, q: np.ndarray) -> np.ndarray:
+        return self._quantile(q, True)
 
     def _quantile(self, q: np.ndarray, upper: bool) -> np.ndarray:
         law = self.law
@@ -375,10 +217,10 @@ class Observable:
         qf = np.broadcast_to(q, shape).reshape(-1)
         full = law._restrict(np.ones(qf.size, dtype=bool), shape)
         dist = Observable(full, self.obs, self.target, self.order)
-        hi = 0.0 if (law.n > 2).any() or self.obs not in ("ce_loss", "ce_grad_norm") else 700.0
+        hi = 0.0 if (law.n > 2).any() or self._rec.unit_interval else 700.0
         if self._random and (law.n > 2).any():
             # the law of a random label at n > 2 stops at the threshold check's limit
-            hi = float(np.log(np.log(2.0) if self.obs == "ce_loss" else 0.5))
+            hi = float(np.log(_other_floor(self.obs)))
 
         def fun(x: np.ndarray) -> np.ndarray:
             return dist.cdf(np.exp(x)) - qf
@@ -407,33 +249,10 @@ class Observable:
         one = np.broadcast_to(law.n, shape).reshape(-1) == 1
         return np.where(one, self._f(np.inf), np.where(ok, np.exp(x), np.nan)).reshape(shape)
 
-    def mean(self) -> np.ndarray:
-        r"""E[obs], exact for n <= 2.
-
-        Returns
-        -------
-        ndarray
-            The mean, broadcast over the law's parameters.
-
-        Raises
-        ------
-        ValueError
-            If n > 2: the mean is not set by the saturated rows.
-
-        Notes
-        -----
-        For n = 2 the row is a two-logit row of gap G = ``|x1 - x2|``, and
-        x1 - x2 ~ N(0, 2 s^2), so E f(G) = int_0^inf f(s g) e^(-g^2/4)/sqrt(pi)
-        dg, by Gauss-Legendre on geometric panels (f varies on the scale 1/s,
-        the density on the scale 1).  Target "random": the average of the
-        argmax and the other class.  n = 1: the value at G = inf.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0)['max_prob'].mean()):.6f}")
-        0.725213
-        """
+    def _mean(self) -> np.ndarray:
+        # n = 2: E f(G), x1 - x2 ~ N(0, 2 s^2) (fastsoftmax.theory._two._mean2);
+        # target "random": the average of the argmax and the other class;
+        # n = 1: the value at G = inf
         law, obs = self.law, self.obs
         if (law.n > 2).any():
             raise ValueError("mean is exact for n <= 2 only: for n > 2 the saturation law gives "

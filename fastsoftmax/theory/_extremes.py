@@ -18,11 +18,16 @@ from ._quad import _LOG_SQRT_2PI
 __all__ = ["freezing_scale"]
 
 
+def _sigma_c(n):
+    """sigma_c = sqrt(2 ln n) of checked n (:func:`freezing_scale`)."""
+    return np.sqrt(2.0 * np.log(n))
+
+
 def _b_n(n):
     """The Gumbel location of the max of n standard normals: n phi(b) = b
-    (P(max <= b + x/b) -> exp(-e^-x)), by Newton from sqrt(2 ln n)."""
+    (P(max <= b + x/b) -> exp(-e^-x)), by Newton from sigma_c = sqrt(2 ln n)."""
     ln = np.log(n)
-    b = np.sqrt(2.0 * ln)
+    b = _sigma_c(n)
     for _ in range(30):
         f = ln - 0.5 * b * b - _LOG_SQRT_2PI - np.log(b)
         b = b + f / (b + 1.0 / b)
@@ -68,7 +73,7 @@ def freezing_scale(n: ArrayLike) -> np.ndarray:
     >>> print(theory.freezing_scale([64, 1024, 16384]).round(3))
     [2.884 3.723 4.405]
     """
-    return np.sqrt(2.0 * np.log(_check_n(n)))
+    return _sigma_c(_check_n(n))
 
 
 def _expected_max(n, s):

@@ -18,7 +18,7 @@ Gauss-Legendre panels on each side, in log space
 sharp it is, so n = 2 and n = 10^9 take the same time, and tails keep their
 relative accuracy until they underflow.  The lower tail P(G_1 < g) is
 integrated from the density of G_1, never taken as 1 - sf.  Measured against
-30-digit mpmath (tests/test_theory.py): relative error <= 1e-12 for
+30-digit mpmath (tests/test_theory_gap.py): relative error <= 1e-12 for
 n = 2 ... 65,536 down to sf = 1e-122 (observed 3e-14), 1e-11 for the lower
 tail down to cdf = 1e-10.
 
@@ -35,7 +35,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special as _sp
 
-from ._checks import _check_prob, _real_array
+from ._checks import _real_array
+from ._frozen import Frozen
 from ._quad import _CHUNK, _Family, _flat, _log_phi, _logsum, _panels, _peak_nodes, _solve
 
 __all__ = ["Gap"]
@@ -125,7 +126,7 @@ def _per_scale(g, s):
         return np.where(s > 0, g / s, np.where(g >= 0, np.inf, -np.inf))
 
 
-class Gap:
+class Gap(Frozen):
     r"""The top-two gap G = m1 - m2 of a law, in logit units: its exact law.
 
     Made by :attr:`Law.gap`, not directly.  For n i.i.d. N(0, s^2) logits
@@ -135,7 +136,13 @@ class Gap:
     (<= 1e-10 for dot products down to 1e-25) where the value is >= 1e-30,
     and tails keep relative accuracy until they underflow.  For n = 1 there
     is no second logit: G = inf.  For n = 2, G = ``|N(0, 2 s^2)|``
-    (``scipy.stats.halfnorm(scale=sqrt(2) s)``).
+    (``scipy.stats.halfnorm(scale=sqrt(2) s)``).  Its verbs (``cdf``, ``sf``,
+    ``logcdf``, ``logsf``, ``ppf``, ``isf``, ``median``) are those of every
+    frozen law: the lower tail is integrated from the density (never
+    1 - sf) and ``isf`` is solved on the upper tail; the median is 0.2821 s
+    for 64 logits of scale s, about s ln 2 / b_n for large n (the top
+    spacing is close to an exponential of rate b_n).  Its mean is not
+    computed.
 
     Parameters
     ----------
@@ -168,201 +175,27 @@ class Gap:
     def __repr__(self) -> str:
         return f"{self.law!r}.gap"
 
-    def logsf(self, g: ArrayLike) -> np.ndarray:
-        """Log of P(G > g), the survival function of the gap.
+    # what the gap's law alone knows (the verbs: fastsoftmax.theory._frozen)
 
-        Parameters
-        ----------
-        g : array_like of float
-            The gap, in logit units.
-
-        Returns
-        -------
-        ndarray
-            Broadcast over g and the law's parameters; finite (not -inf)
-            deep in the tail where ``sf`` underflows.  Near 0 (sf near 1,
-            small g) it has sf's absolute accuracy, about 1e-15: ``logcdf``
-            is the accurate tail there.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0).gap.logsf(60.0)):.2f}")
-        -903.97
-        """
+    def _logsf(self, g: ArrayLike) -> np.ndarray:
         g = _real_array("g", g)
         return self.law._mix(lambda s, n, g: _log_gap_sf1(_per_scale(g, s), n), g)
 
-    def logcdf(self, g: ArrayLike) -> np.ndarray:
-        """Log of P(G <= g), the lower tail of the gap.
-
-        Integrated from the density, never taken as 1 - sf, so that it keeps
-        its relative accuracy for small g.
-
-        Parameters
-        ----------
-        g : array_like of float
-            The gap, in logit units.
-
-        Returns
-        -------
-        ndarray
-            Broadcast over g and the law's parameters; -inf for n = 1.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0).gap.logcdf(1e-9)):.4f}")
-        -21.2956
-        """
+    def _logcdf(self, g: ArrayLike) -> np.ndarray:
+        # integrated from the density, never taken as 1 - sf
         g = _real_array("g", g)
         return self.law._mix(lambda s, n, g: _log_gap_cdf1(_per_scale(g, s), n), g)
 
-    def sf(self, g: ArrayLike) -> np.ndarray:
-        """P(G > g), the survival function of the top-two gap.
-
-        Parameters
-        ----------
-        g : array_like of float
-            The gap, in logit units.
-
-        Returns
-        -------
-        ndarray
-            ``exp(logsf(g))``; 1 for n = 1 (G = inf).
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0).gap.sf(20.0)):.6e}")
-        2.088488e-45
-        """
-        return np.exp(self.logsf(g))
-
-    def cdf(self, g: ArrayLike) -> np.ndarray:
-        """P(G <= g), the distribution function of the top-two gap.
-
-        Parameters
-        ----------
-        g : array_like of float
-            The gap, in logit units.
-
-        Returns
-        -------
-        ndarray
-            ``exp(logcdf(g))``, with the lower tail's relative accuracy; 0 for
-            n = 1.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0).gap.cdf(1e-9)):.6e}")
-        5.641896e-10
-        """
-        return np.exp(self.logcdf(g))
-
-    def ppf(self, q: ArrayLike) -> np.ndarray:
-        """The q-quantile of G: the g with P(G <= g) = q.
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability level.
-
-        Returns
-        -------
-        ndarray
-            Solved on the log cdf (q < 1/2) or the log sf (q >= 1/2) in ln g,
-            to 1e-13 relative.  0 for q = 0, inf for q = 1 (and for n = 1).
-
-        Raises
-        ------
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(1024).gap.ppf([0.1, 0.5, 0.9]).round(4))
-        [0.0323 0.2076 0.6512]
-        """
-        q = _check_prob("q", q)
+    def _ppf(self, q: np.ndarray) -> np.ndarray:
+        # solved on the log cdf (q < 1/2) or the log sf (q >= 1/2) in ln g, to
+        # 1e-13 relative; 0 for q = 0, inf for q = 1 (and for n = 1)
         with np.errstate(divide="ignore"):
             return self._quantile(np.log(q), np.log1p(-q), q < 0.5)
 
-    def isf(self, q: ArrayLike) -> np.ndarray:
-        """The g with P(G > g) = q (the inverse survival function).
-
-        Solved on the upper tail where q <= 1/2, so small q keep their
-        relative accuracy (``ppf(1 - q)`` would round q away).
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability of a larger gap.
-
-        Returns
-        -------
-        ndarray
-            inf for q = 0, 0 for q = 1.
-
-        Raises
-        ------
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(f"{float(theory.Law.gaussian(2, 1.0).gap.isf(2.088488e-45)):.4f}")
-        20.0000
-        """
-        q = _check_prob("q", q)
+    def _isf(self, q: np.ndarray) -> np.ndarray:
+        # on the upper tail where q <= 1/2: small q keep their relative accuracy
         with np.errstate(divide="ignore"):
             return self._quantile(np.log1p(-q), np.log(q), q > 0.5)
-
-    def median(self) -> np.ndarray:
-        """The median of G (``ppf(0.5)``).
-
-        Returns
-        -------
-        ndarray
-            The median gap in logit units, broadcast over the parameters:
-            0.2821 s for 64 logits of scale s, about s ln 2 / b_n for large n
-            (the top spacing is close to an exponential of rate b_n).
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian([2, 64, 16384]).gap.median().round(4))
-        [0.9539 0.2821 0.1712]
-        """
-        return self.ppf(0.5)
-
-    def mean(self) -> np.ndarray:
-        """The mean of G: not provided.
-
-        Returns
-        -------
-        ndarray
-            Never: the gap's laws here are its distribution function and
-            quantiles.
-
-        Raises
-        ------
-        NotImplementedError
-            Always: E[G] is not computed by this module (its median and
-            quantiles are exact, ``median()``, ``ppf(q)``).
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> theory.Law.gaussian(64).gap.mean()
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: the gap's mean is not computed here: use median() or ppf(q)
-        """
-        raise NotImplementedError("the gap's mean is not computed here: use median() or ppf(q)")
 
     def _quantile(self, lcdf: np.ndarray, lsf: np.ndarray, low: np.ndarray) -> np.ndarray:
         """The g with log P(G <= g) = lcdf, equivalently log P(G > g) = lsf,

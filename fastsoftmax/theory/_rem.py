@@ -60,9 +60,14 @@ from numpy.typing import ArrayLike
 from scipy import special as _sp
 
 from ._accuracy import stated_accuracy
-from ._checks import _check_prob, _check_t
-from ._extremes import _b_n, _expected_max
-from ._quad import _Family, _panels
+from ..registries import OBSERVABLES
+from ._checks import _check_t
+from ._extremes import _b_n, _expected_max, _sigma_c
+from ._frozen import Frozen
+from ._quad import _Family, _log, _panels
+
+# the observables with a random energy model law, and its key
+_REM = {o.name: o.rem for o in OBSERVABLES if o.rem is not None}
 
 __all__ = ["RandomEnergyModel", "RemObservable"]
 
@@ -76,7 +81,7 @@ def _rem_index(n, scale):
 def _entropy(n, s, correction=True):
     """Mean entropy: diffuse, or PD(m) frozen (module docstring)."""
     n, s = np.broadcast_arrays(n, s)
-    sc = np.sqrt(2.0 * np.log(n))
+    sc = _sigma_c(n)
     with np.errstate(over="ignore", invalid="ignore"):
         diffuse = np.log(n) - 0.5 * s * s
         if correction:
@@ -214,7 +219,7 @@ class RandomEnergyModel:
         return self.law._mix(lambda s, n: _expected_max(n, s), log=False)
 
 
-class RemObservable:
+class RemObservable(Frozen):
     r"""The random energy model's law of the entropy or of max_prob.
 
     Made by ``law.rem[obs]`` or :meth:`RandomEnergyModel.observable`, not
@@ -246,6 +251,21 @@ class RemObservable:
     ValueError
         For another observable, or ``correction=False`` for max_prob.
 
+    Notes
+    -----
+    The verbs are those of every frozen law (fastsoftmax.theory._frozen).
+    ``mean()``: entropy, diffuse ln n - s^2/2 [+ the 1/n term], frozen
+    psi(1) - psi(1 - m); max_prob, the mean largest weight of PD(m) frozen,
+    Gamma(1 - 1/m) e^(s b_n - s^2/2) / n diffuse (m = b_n / s; n = 1: 0 and
+    1); averaged over the law's logit scale.  max_prob only (the entropy's
+    other verbs raise ``NotImplementedError``): ``sf(v)``, v in (0, 1], is
+    ((1 - v)/v)^m sin(pi m)/(pi m) frozen (m < 1) for v >= 1/2 and NaN below
+    (PD(m) has no closed form there), 1 - exp(-(v / v0)^-m) diffuse;
+    ``cdf`` is its complement; ``isf(q)`` is solved by bisection in ln v
+    (NaN where that needs the frozen law below 1/2; 1 for n = 1; frozen
+    Gaussian law, q = 1/2: 1 / (1 + (2 sin(pi m) / (pi m))^(-1/m)); diffuse:
+    v0 (ln 2)^(-1/m)), ``ppf(q)`` is ``isf(1 - q)``.
+
     Examples
     --------
     >>> from fastsoftmax import theory
@@ -255,143 +275,51 @@ class RemObservable:
     """
 
     def __init__(self, law: _Family, obs: str, correction: bool = True) -> None:
-        if obs not in ("entropy", "max_prob"):
-            raise ValueError(f"obs must be 'entropy' or 'max_prob' (the random energy model's "
-                             f"laws), got {obs!r}")
-        if obs == "max_prob" and correction is not True:
-            raise ValueError("correction is the entropy's 1/n term: max_prob has none")
+        if obs not in _REM:
+            raise ValueError(f"obs must be {' or '.join(map(repr, sorted(_REM)))} (the random "
+                             f"energy model's laws), got {obs!r}")
+        self._key = _REM[obs]
+        if self._key != "rem_entropy" and correction is not True:
+            raise ValueError(f"correction is the entropy's 1/n term: {obs} has none")
         self.law, self.obs, self.correction = law, obs, bool(correction)
 
     def __repr__(self) -> str:
         return f"{self.law!r}.rem.observable({self.obs!r}, correction={self.correction})"
 
-    def _max_prob_only(self, verb: str) -> None:
-        if self.obs != "max_prob":
-            raise NotImplementedError(f"the random energy model gives the entropy's mean only, "
-                                      f"not its {verb}")
+    # what this law alone knows (the verbs: fastsoftmax.theory._frozen) --------
 
-    def mean(self) -> np.ndarray:
-        """The mean of the observable at large n.
+    def _max_prob_only(self) -> None:
+        if self._key != "rem_max_prob":
+            raise NotImplementedError("the random energy model gives the entropy's mean only, "
+                                      "not its distribution")
 
-        Returns
-        -------
-        ndarray
-            Entropy: diffuse ln n - s^2/2 [+ the 1/n term], frozen
-            psi(1) - psi(1 - m); max_prob: the mean largest weight of PD(m)
-            frozen, Gamma(1 - 1/m) e^(s b_n - s^2/2) / n diffuse (m = b_n / s,
-            n = 1: 0 and 1); averaged over the law's logit scale.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.dot_product(1024, 64, True).rem["entropy"].mean().round(3))
-        6.433
-        >>> print(theory.Law.dot_product(1024, 64, False).rem["max_prob"].mean().round(3))
-        0.711
-        """
-        if self.obs == "entropy":
-            c = self.correction
-            return self.law._mix(lambda s, n: _entropy(n, s, c), log=False)
-        return self.law._mix(lambda s, n: _max_prob_mean(n, s), log=False)
-
-    def sf(self, v: ArrayLike) -> np.ndarray:
-        """P(max_prob > v) at large n.
-
-        Parameters
-        ----------
-        v : array_like of float in (0, 1]
-            The level of the largest probability.
-
-        Returns
-        -------
-        ndarray
-            Frozen (m < 1), v >= 1/2: ((1 - v)/v)^m sin(pi m)/(pi m); NaN for
-            v < 1/2 there (PD(m) has no closed form below 1/2); diffuse:
-            1 - exp(-(v / v0)^-m).  Broadcast over v and the law's parameters.
-
-        Raises
-        ------
-        NotImplementedError
-            For the entropy.
-        ValueError
-            For v out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(16384, 18.0).rem["max_prob"].sf(0.5).round(3))
-        0.926
-        """
-        self._max_prob_only("sf")
+    def _sf(self, v: ArrayLike) -> np.ndarray:
+        """P(max_prob > v): PD(m) frozen, Frechet diffuse, mixed over the scale."""
+        self._max_prob_only()
         v = _check_t(v, "v")
         return self.law._mix(lambda s, n, v: _max_prob_sf(v, n, s), v, log=False)
 
-    def cdf(self, v: ArrayLike) -> np.ndarray:
-        """P(max_prob <= v) at large n (``1 - sf(v)``).
+    def _logsf(self, v: ArrayLike) -> np.ndarray:
+        return _log(self._sf(v))
 
-        Parameters
-        ----------
-        v : array_like of float in (0, 1]
-            The level of the largest probability.
+    def _logcdf(self, v: ArrayLike) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log1p(-self._sf(v))
 
-        Returns
-        -------
-        ndarray
-            NaN where :meth:`sf` is.
+    def _ppf(self, q: np.ndarray) -> np.ndarray:
+        return self._isf(1.0 - q)
 
-        Raises
-        ------
-        NotImplementedError
-            For the entropy.
-        ValueError
-            For v out of range.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(16384, 18.0).rem["max_prob"].cdf(0.5).round(3))
-        0.074
-        """
-        return 1.0 - self.sf(v)
-
-    def isf(self, q: ArrayLike) -> np.ndarray:
-        """The v with P(max_prob > v) = q, by bisection in ln v.
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability of a larger max_prob.
-
-        Returns
-        -------
-        ndarray
-            NaN where that needs the frozen law below v = 1/2; 1 for n = 1.
-            Frozen Gaussian law, q = 1/2: 1 / (1 + (2 sin(pi m) / (pi m))^(-1/m));
-            diffuse: v0 (ln 2)^(-1/m).
-
-        Raises
-        ------
-        NotImplementedError
-            For the entropy.
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(16384, 18.0).rem["max_prob"].isf(0.9).round(4))
-        0.5334
-        """
-        self._max_prob_only("isf")
-        q = _check_prob("q", q)
+    def _isf(self, q: np.ndarray) -> np.ndarray:
+        """The v with P(max_prob > v) = q, by bisection in ln v."""
+        self._max_prob_only()
         law = self.law
         shape = np.broadcast(q, law.n, *law.params.values()).shape
         qf = np.broadcast_to(q, shape).reshape(-1)
-        flat = RemObservable(law._restrict(np.ones(qf.size, dtype=bool), shape), "max_prob")
+        flat = RemObservable(law._restrict(np.ones(qf.size, dtype=bool), shape), self.obs)
 
         def f(x: np.ndarray) -> np.ndarray:
             with np.errstate(invalid="ignore"):
-                return flat.sf(np.exp(x)) - qf
+                return flat._sf(np.exp(x)) - qf
 
         # above 1/2 or below it (where a frozen scale gives NaN, kept)
         half = np.full(qf.size, np.log(0.5))
@@ -408,54 +336,11 @@ class RemObservable:
         one = np.broadcast_to(law.n, shape).reshape(-1) == 1
         return np.where(one, 1.0, np.where(ok, np.exp(x), np.nan)).reshape(shape)
 
-    def ppf(self, q: ArrayLike) -> np.ndarray:
-        """The v with P(max_prob <= v) = q (``isf(1 - q)``).
-
-        Parameters
-        ----------
-        q : array_like of float in [0, 1]
-            The probability level.
-
-        Returns
-        -------
-        ndarray
-            As :meth:`isf`.
-
-        Raises
-        ------
-        NotImplementedError
-            For the entropy.
-        ValueError
-            If q is outside [0, 1].
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(16384, 18.0).rem["max_prob"].ppf(0.1).round(4))
-        0.5334
-        """
-        return self.isf(1.0 - _check_prob("q", q))
-
-    def median(self) -> np.ndarray:
-        """The median of max_prob at large n (``isf(0.5)``).
-
-        Returns
-        -------
-        ndarray
-            NaN where that needs the frozen law below v = 1/2.
-
-        Raises
-        ------
-        NotImplementedError
-            For the entropy.
-
-        Examples
-        --------
-        >>> from fastsoftmax import theory
-        >>> print(theory.Law.gaussian(16384, 18.0).rem["max_prob"].median().round(4))
-        0.9467
-        """
-        return self.isf(0.5)
+    def _mean(self) -> np.ndarray:
+        if self._key == "rem_entropy":
+            c = self.correction
+            return self.law._mix(lambda s, n: _entropy(n, s, c), log=False)
+        return self.law._mix(lambda s, n: _max_prob_mean(n, s), log=False)
 
     def stated_accuracy(self) -> tuple[np.ndarray, np.ndarray]:
         """The accuracy the random energy model states for this mean.
@@ -479,4 +364,4 @@ class RemObservable:
         >>> print(rel, ab.round(6))
         [0.   0.07] [1.6e-05 0.0e+00]
         """
-        return stated_accuracy(f"rem_{self.obs}", self.law.n, self.law.typical_scale())
+        return stated_accuracy(self._key, self.law.n, self.law.typical_scale())

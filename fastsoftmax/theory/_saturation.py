@@ -9,18 +9,19 @@ law* (``order=0``) replaces the row by its top two logits (R = 1):
     P(obs < t) ~= P(G > gamma(t)),   gamma(t) = f2^-1(t),
 
 with f2 the observable of a two-logit row of gap g (:mod:`._two`), e.g.
-gamma(t) = ln(1/t) + O(t) for jac_diag_max.  It is exact for n = 2 and as
-sigma -> inf at fixed n and t; the other logits only add the shift
-ln R >= 0 to the gap needed (a = e^(-G) R), so for 1 - max_prob,
-jac_diag_max, ce_grad_target and ce_loss it is an *upper* bound, exact to
-first order in P(m3 near m2).
+gamma(t) = ln(1/t) + O(t) for p1 q = a/(1+a)^2.  It is exact for n = 2 and
+as sigma -> inf at fixed n and t; the other logits only add the shift
+ln R >= 0 to the gap needed (a = e^(-G) R), so for the observables that are
+functions of a alone (law keys "a": a/(1+a), ln(1+a); "a_pq": a/(1+a)^2,
+the keys of :class:`fastsoftmax.registries.Observable`) it is an *upper*
+bound, exact to first order in P(m3 near m2).
 
 ``order=1`` adds that first-order correction.  Given m2 = y, the other
 logits z_k < y add ln R ~= sum_k h(exp(-sigma (y - z_k))) to the gap needed,
 where h(s) is the log-factor one extra logit of relative weight s has on
-the observable (ln(1 + s) for the a-functions above, ln(1 + s + s^2)/2 for
-ce_grad_norm, ln(1 + s/2 + s^2)/2 for jac_fro, 0 for jac_offdiag_max = p1 p2
-whose m3-dependence is of order t).  Replacing the random shift by its
+the observable (ln(1 + s) for the functions of a above, ln(1 + s + s^2)/2
+for the gradient norm ("norm"), ln(1 + s/2 + s^2)/2 for ``||J||_F`` ("fro"),
+0 for p1 p2 ("p1p2"), whose m3-dependence is of order t).  Replacing the random shift by its
 conditional mean (exact to first order; the shift is O(1/sigma) in standard
 units),
 
@@ -33,8 +34,9 @@ For large sigma lambda(y) ~= (n-2) phi(y) / Phi(y) * C_h / sigma with
 C_h = int_0^inf h(e^-v) dv (pi^2/12 for ln(1 + s), pi^2/18 for
 ln(1 + s + s^2)/2).  In the random energy model limit (n -> inf at fixed
 m = sigma_c / sigma, sigma_c = sqrt(2 ln n), see :func:`freezing_scale`) the
-exact law of 1 - max_prob is (u / (1-u))^m sin(pi m) / (pi m) for u <= 1/2
-(Poisson-Dirichlet, ``law.rem["max_prob"].sf``) where the two-logit law gives
+exact law of 1 - p1 is (u / (1-u))^m sin(pi m) / (pi m) for u <= 1/2
+(Poisson-Dirichlet, the random energy model's sf of p1, fastsoftmax.theory._rem)
+where the two-logit law gives
 (u / (1-u))^m: order 0 is high by 1 - sin(pi m)/(pi m) ~= (pi m)^2 / 6
 relatively, which order 1 restores to first order.
 
@@ -49,7 +51,7 @@ Domain of validity, measured against ``simulate`` (float64 rows; n = 64,
 * sigma ~< sigma_c: the softmax is diffuse (the rest R is a sum over many
   logits) and saturation is rare; no order is claimed there.
 
-jac_offdiag_max has no first-order term (its two-logit law is a lower bound
+p1 p2 has no first-order term (its two-logit law is a lower bound
 within O(n t) of the upper one) and matches at every sigma measured.  The
 exact bounds hold everywhere.  The laws neglect terms of relative order t,
 so they are meant for t <= 1e-3.
@@ -63,6 +65,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special as _sp
 
+from ..registries import OBSERVABLE, OBSERVABLES
 from ._gap import _HUGE, _dell_sf, _ell_sf, _log_gap_cdf1, _log_gap_sf1, _m2_nodes
 from ._quad import _CHUNK, _flat, _log_phi, _logsum, _panels
 from ._two import _SQRT2, _gamma_pq, _gamma_q, _two_logit
@@ -80,15 +83,15 @@ def _hs_fro(s):
     return np.where(s > 0, 0.5 * np.log1p(0.5 * s + s * s) / np.where(s > 0, s, 1.0), 0.25)
 
 
-# h(s) / s for each saturating observable, h(s) the log-factor by which one
-# more logit, of weight s = exp(x - m2) relative to the second largest, moves
-# the observable of a saturated row (module docstring); None: no first-order
-# effect (p1 p2 does not involve m3 until order t).
-_NEIGHBOUR = {
-    "one_minus_max_prob": _hs_log1p, "jac_diag_max": _hs_log1p, "ce_grad_target": _hs_log1p,
-    "ce_loss": _hs_log1p, "ce_grad_norm": _hs_norm, "jac_fro": _hs_fro,
-    "jac_offdiag_max": None,
-}
+# h(s) / s for each saturation law key (the observables' records name theirs:
+# fastsoftmax.registries.Observable.saturation), h(s) the log-factor by which
+# one more logit, of weight s = exp(x - m2) relative to the second largest,
+# moves the observable of a saturated row (module docstring); None: no
+# first-order effect (p1 p2 does not involve m3 until order t).
+_NEIGHBOUR_BY_LAW = {"a": _hs_log1p, "a_pq": _hs_log1p, "norm": _hs_norm, "fro": _hs_fro,
+                     "p1p2": None}
+_NEIGHBOUR = {o.name: _NEIGHBOUR_BY_LAW[o.saturation] for o in OBSERVABLES
+              if o.saturation is not None}
 
 
 # ----------------------------------------------------------------------------
@@ -160,22 +163,23 @@ def _bound_gaps(obs, t, n):
     the upper bound is 1); derivation in ``Observable.bounds``."""
     ln1 = np.log(np.maximum(n - 1.0, 1.0))
     valid = np.ones(np.broadcast(t, n).shape, dtype=bool)
-    if obs in ("one_minus_max_prob", "ce_grad_target", "ce_loss", "jac_diag_max"):
+    key = OBSERVABLE[obs].saturation
+    if key in ("a", "a_pq"):
         gamma = _two_logit(obs)[2]
         g_lo, g_hi = gamma(t), gamma(t) + ln1
-        if obs == "jac_diag_max":
+        if key == "a_pq":
             valid = t <= (n - 1.0) / (n * n)
-    elif obs == "jac_offdiag_max":
+    elif key == "p1p2":
         g_hi = _gamma_pq(t)
         tn = (n - 1.0) * t
         g_lo = ln1 + _gamma_pq(tn)
         # the smaller root A of A/(1+A)^2 = (n-1)t must be the only one
         # below n - 1 (the larger is 1/A)
         valid = (tn < 0.25) & (np.exp(-_gamma_pq(tn)) * (n - 1.0) < 1.0)
-    elif obs == "ce_grad_norm":
+    elif key == "norm":
         g_lo = _gamma_q(t * np.sqrt((n - 1.0) / np.maximum(n, 2.0)))
         g_hi = ln1 + _gamma_q(t / _SQRT2)
-    else:  # jac_fro
+    else:  # "fro"
         cn = np.sqrt((n + 1.0) / np.maximum(n - 1.0, 1.0))
         g_lo = _gamma_pq(t / cn)
         valid = t / cn <= (n - 1.0) / (n * n)

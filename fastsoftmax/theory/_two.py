@@ -2,10 +2,13 @@
 the exact n <= 2 laws that follow.
 
 A row whose only logits are its top two, of gap g >= 0 (logit units), has
-p1 = expit(g), q = 1 - p1 = expit(-g): jac_diag_max = jac_offdiag_max = p1 q,
-jac_fro = 2 p1 q, entropy = ln(1 + e^-g) + g q, ce_loss = ln(1 + e^-g),
-ce_grad_norm = sqrt(2) q, ce_grad_target = q (target "argmax", branch
-"top"; the other class, target "random" at n = 2, is branch "other").  Each
+p = expit(g), q = 1 - p = expit(-g), and each observable is one of the
+formulas ``p``, ``q``, ``h2`` = -p ln p - q ln q = ln(1 + e^-g) + g q,
+``pq``, ``2pq``, ``-log p`` = ln(1 + e^-g), ``sqrt2 q`` (y the top class:
+target "argmax", branch "top") and, for the targeted observables with y the
+other class (target "random" at n = 2, branch "other"), ``-log q``,
+``sqrt2 p``, ``p``: the record of each observable
+(:class:`fastsoftmax.registries.Observable`) names its formulas.  Each
 entry of the table is the value f(g), whether f increases, and the gap
 threshold gamma(t) with {f(G) < t} = {G > gamma} (decreasing f) or
 {G < gamma} (increasing f), clipped to [0, inf].  At n = 2 these are the
@@ -19,7 +22,7 @@ import math
 import numpy as np
 from scipy import special as _sp
 
-from ._checks import TARGETED
+from ..registries import OBSERVABLE, OBSERVABLES
 from ._quad import _bisect, _gauss_legendre
 
 
@@ -71,29 +74,44 @@ def _log_expm1(t):
 
 _SQRT2 = math.sqrt(2.0)
 
-_TWO_LOGIT = {
-    ("max_prob", "top"): (lambda g: _sp.expit(g), True, _gamma_logit),
-    ("one_minus_max_prob", "top"): (_q, False, _gamma_q),
-    ("entropy", "top"): (_entropy2, False, _gamma_entropy),
-    ("jac_diag_max", "top"): (lambda g: _q(g) * _sp.expit(g), False, _gamma_pq),
-    ("jac_offdiag_max", "top"): (lambda g: _q(g) * _sp.expit(g), False, _gamma_pq),
-    ("jac_fro", "top"): (lambda g: 2.0 * _q(g) * _sp.expit(g), False,
-                         lambda t: _gamma_pq(0.5 * t)),
-    ("ce_loss", "top"): (lambda g: np.log1p(np.exp(-g)), False,
-                         lambda t: np.maximum(-_log_expm1(t), 0.0)),
-    ("ce_grad_norm", "top"): (lambda g: _SQRT2 * _q(g), False,
-                              lambda t: _gamma_q(t / _SQRT2)),
-    ("ce_grad_target", "top"): (_q, False, _gamma_q),
-    ("ce_loss", "other"): (lambda g: g + np.log1p(np.exp(-g)), True,
-                           lambda t: np.maximum(_log_expm1(t), 0.0)),
-    ("ce_grad_norm", "other"): (lambda g: _SQRT2 * _sp.expit(g), True,
-                                lambda t: _gamma_logit(t / _SQRT2)),
-    ("ce_grad_target", "other"): (lambda g: _sp.expit(g), True, _gamma_logit),
+# The formulas of a two-logit row of gap g, by the keys the observables'
+# records name (fastsoftmax.registries.Observable.two_logit and
+# .two_logit_other): p = expit(g) the top probability, q = 1 - p.
+_FORMULAS = {
+    "p": (lambda g: _sp.expit(g), True, _gamma_logit),
+    "q": (_q, False, _gamma_q),
+    "h2": (_entropy2, False, _gamma_entropy),
+    "pq": (lambda g: _q(g) * _sp.expit(g), False, _gamma_pq),
+    "2pq": (lambda g: 2.0 * _q(g) * _sp.expit(g), False, lambda t: _gamma_pq(0.5 * t)),
+    "-log p": (lambda g: np.log1p(np.exp(-g)), False, lambda t: np.maximum(-_log_expm1(t), 0.0)),
+    "sqrt2 q": (lambda g: _SQRT2 * _q(g), False, lambda t: _gamma_q(t / _SQRT2)),
+    "-log q": (lambda g: g + np.log1p(np.exp(-g)), True,
+               lambda t: np.maximum(_log_expm1(t), 0.0)),
+    "sqrt2 p": (lambda g: _SQRT2 * _sp.expit(g), True, lambda t: _gamma_logit(t / _SQRT2)),
 }
+# The least value of a targeted observable on a row whose label is not its
+# argmax and has p_y <= 1/2 (any row at n > 2 but the argmax's): f at
+# p_y = 1/2, by the key of its other-class formula (-log p_y >= ln 2;
+# 1 - p_y >= 1/2; ||p - e_y|| >= 1 - p_y >= 1/2).
+_OTHER_FLOOR = {"-log q": math.log(2.0), "sqrt2 p": 0.5, "p": 0.5}
+
+# (value f(g), whether f increases, threshold gamma(t)) per observable and
+# branch ("top": y the top class; "other": y the other class, targeted only)
+_TWO_LOGIT = {(o.name, "top"): _FORMULAS[o.two_logit] for o in OBSERVABLES}
+_TWO_LOGIT.update({(o.name, "other"): _FORMULAS[o.two_logit_other]
+                   for o in OBSERVABLES if o.two_logit_other is not None})
 
 
 def _two_logit(obs, branch="top"):
-    return _TWO_LOGIT[(obs, branch if obs in TARGETED else "top")]
+    return _TWO_LOGIT[(obs, branch if (obs, branch) in _TWO_LOGIT else "top")]
+
+
+def _other_floor(obs):
+    """The least value of a targeted ``obs`` whose label is not the argmax, at n > 2."""
+    key = OBSERVABLE[obs].two_logit_other
+    if key is None:
+        raise ValueError(f"{obs} does not depend on the target")
+    return _OTHER_FLOOR[key]
 
 
 def _mean2(f, s, n):
