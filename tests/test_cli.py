@@ -18,7 +18,7 @@ from fastsoftmax._kernels import features as _cpu
 from fastsoftmax._util import COMPILING, progress_bar
 from fastsoftmax.sweeps import read_table, sweep
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 
 
 def run(*args, cwd=None, timeout=300):

@@ -373,3 +373,43 @@ def test_connect_to_running_scheduler(client):
                                           client=c)["entropy"].mean)
     finally:
         c.close()
+
+
+# --------------------------------------------------------------------------
+# arguments the Dask paths cannot honour raise
+
+def test_dask_array_refuses_progress_and_backend():
+    x = da.zeros((10, 4), chunks=(5, 4))
+    with pytest.raises(ValueError, match="progress is not available for dask arrays"):
+        fs.summarize(x, progress=True)
+    with pytest.raises(ValueError, match="dask array"):
+        fs.summarize(x, backend="cuda")
+
+
+def test_chunk_refused_where_unused(client):
+    with pytest.raises(ValueError, match="chunk .* not used by a Dask client"):
+        fs.simulate(Gaussian(n=4), 100, chunk=64, backend="cpu", client=client)
+
+
+def test_observables_refuses_device_and_dask_arrays():
+    with pytest.raises(TypeError, match="host memory"):
+        fs.observables(da.zeros((4, 3), chunks=2))
+
+
+def test_dask_chunks_run_under_the_guard(monkeypatch):
+    """One threading guard for every parallel call, Dask's chunks included."""
+    from fastsoftmax.backends import cpu
+    entered = []
+    real = cpu.guard
+
+    def counting():
+        entered.append(1)
+        return real()
+
+    monkeypatch.setattr(cpu, "guard", counting)
+    x = np.zeros((40, 6))
+    x[33, 1] = np.nan
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match="row 33 of x contains NaN"):
+            fs.summarize(da.from_array(x, chunks=(10, 6)))
+    assert len(entered) >= 4          # every chunk, the bad one included, went through it

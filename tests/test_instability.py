@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the experiment trains a torch model
 pd = pytest.importorskip("pandas", reason="the experiment writes pandas tables")
 pytest.importorskip("matplotlib", reason="the experiment draws its figure with matplotlib")
 
-from conftest import REPO, subprocess_env  # noqa: E402
+from helpers import REPO, subprocess_env  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "examples", "instability.py")
 COLUMNS = {"lr", "qk_layernorm", "step", "loss", "module", "head", "max_logit", "entropy_mean",

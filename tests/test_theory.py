@@ -18,7 +18,7 @@ import pytest
 from scipy import integrate, optimize, special, stats
 
 import fastsoftmax as fs
-from conftest import subprocess_env
+from helpers import subprocess_env
 from fastsoftmax import theory
 from fastsoftmax.models import DotProduct, Gaussian, Shifted
 from fastsoftmax.theory import Law, _deprecation, _extremes, _rem, _two

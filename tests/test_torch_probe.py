@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch", reason="the attention-probe tests need torc
                                              "pip install torch (the CPU build is enough)")
 
 import fastsoftmax as fs                                # noqa: E402
-from conftest import REPO, subprocess_env               # noqa: E402
+from helpers import REPO, subprocess_env               # noqa: E402
 from torch import nn                                    # noqa: E402
 from torch.nn import functional as F                    # noqa: E402
 from torch.overrides import TorchFunctionMode           # noqa: E402
