@@ -365,9 +365,7 @@ def test_lazy_classes_import_nothing():
             "fastsoftmax.torch.plot; "
             "assert 'transformers' not in sys.modules and 'lightning' not in sys.modules; "
             "assert 'matplotlib' not in sys.modules; "
-            "tc.key_frame; tcb.__name__; tc.ProbeCallback; "
-            "assert 'transformers' in sys.modules and 'lightning' not in sys.modules; "
-            "print('ok')")
+            "tc.key_frame; tcb.__name__; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
     with pytest.raises(AttributeError, match="nothing"):
