@@ -130,8 +130,24 @@ class Seed(click.ParamType):
         return _library_check(check_seed, v, param, ctx)
 
 
+class BackendName(click.Choice):
+    """"auto" or a registered backend's name: the registry's names when the
+    command line is parsed (a backend registered at run time included)."""
+
+    def __init__(self):
+        super().__init__(self.choices)
+
+    @property
+    def choices(self):
+        return ("auto",) + backend_names()
+
+    @choices.setter
+    def choices(self, value):
+        pass                # always the registry's
+
+
 # the choices the library accepts, from the lists the library checks against
-BACKEND = click.Choice(("auto",) + backend_names())
+BACKEND = BackendName()
 NAN_POLICY = click.Choice(NAN_POLICIES)
 BIG_FILE_LOGITS = 1 << 28      # summarize shows progress from here (a few seconds)
 
