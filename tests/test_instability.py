@@ -66,11 +66,11 @@ def test_quick_sweep(tmp_path):
 def test_law_below_matches_direct(inst):
     from fastsoftmax import theory
     spread = np.array([0.5, 3.0, 7.5, 20.0, 140.0, 3e3])
-    got = inst.law_below(spread, 64)
-    n = np.arange(1, 65)[:, None]
+    got = inst.law_below(spread, 16)          # causal rows of 1..16 keys
+    n = np.arange(1, 17)[:, None]
     ref = theory.Law.gaussian(n, spread[None, :])["jac_diag_max"].cdf(1e-6).mean(0)
     np.testing.assert_allclose(got, ref, rtol=2e-3)
-    assert np.isnan(inst.law_below(np.array([np.nan, 0.0]), 64)).all()
+    assert np.isnan(inst.law_below(np.array([np.nan, 0.0]), 16)).all()
 
 
 def test_measure_gradient_through_softmax(inst):
