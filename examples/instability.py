@@ -481,7 +481,7 @@ def plot(df, losses, table, path, context):
 
 # --------------------------------------------------------------------------
 
-QUICK = dict(steps=20, every=5, warmup=4, batch=8, val_batches=1, lrs=[1e-2, 1.0],
+QUICK = dict(steps=10, every=5, warmup=4, batch=8, val_batches=1, lrs=[1.0],
              max_bytes=200_000)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._version import __version__
 from .registries import (TARGET_ARGMAX, TARGET_FIXED, TARGET_LABELS, TARGET_RANDOM,
-                         TARGET_SAMPLED, TARGETS, TargetMode)
+                         TARGET_SAMPLED, TARGETS, TargetMode, backend_names)
 
 __all__ = [
     "TargetMode", "Target", "Rows", "BadRowError", "is_dask_array", "is_device_array",
@@ -32,11 +32,10 @@ __all__ = [
     "check_dtype", "check_chunk", "check_backend_name", "array_target", "mc_target",
     "check_labels", "first_bad_label", "row_name", "describe_bad_row", "bad_row_error",
     "bad_label_error", "generated_row_error", "array_config", "mc_config", "check_int",
-    "check_real", "BACKENDS", "NAN_POLICIES",
+    "check_real", "NAN_POLICIES",
 ]
 
 NAN_POLICIES = ("raise", "omit")
-BACKENDS = ("auto", "cpu", "cuda")
 
 
 # targets: the one enum lives in ``registries`` (the kernels read its ints)
@@ -388,9 +387,13 @@ def check_seed(seed: Any) -> int:
 
 
 def check_backend_name(backend: Any) -> str:
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    return str(backend)
+    """``backend`` if it is "auto" or a registered backend's name
+    (``registries.backend_names``: the built-in ones and those added with
+    ``fastsoftmax.backends.register``), else a ValueError listing them."""
+    choices = ("auto",) + backend_names()
+    if not isinstance(backend, str) or backend not in choices:
+        raise ValueError(f"backend must be one of {choices}, got {backend!r}")
+    return backend
 
 
 # --------------------------------------------------------------------------

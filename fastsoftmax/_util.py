@@ -1,5 +1,5 @@
-"""Small helpers with no numerical content: the one JSON encoder and the one
-progress-bar helper of the package."""
+"""Small helpers with no numerical content: the one JSON encoder, the one
+progress-bar helper and the one figure canvas of the package."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +10,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["jsonable", "dumps", "progress_bar", "Progress", "numba_threads"]
+__all__ = ["jsonable", "dumps", "progress_bar", "Progress", "numba_threads", "figure",
+           "save_figure"]
 
 
 def jsonable(obj: Any) -> Any:
@@ -136,3 +137,27 @@ def numba_threads(n: int) -> Iterator[None]:
         yield
     finally:
         numba.set_num_threads(old)
+
+
+# --------------------------------------------------------------------------
+# figures: matplotlib's Figure on an Agg canvas (no pyplot, no global backend
+# switch, nothing shown); matplotlib is imported only when a figure is made
+
+def figure(w: float, h: float, nrows: int = 1, ncols: int = 1) -> tuple[Any, Any]:
+    """A ``w`` x ``h`` inch figure and its ``nrows`` x ``ncols`` axes (a 2-d
+    array); an ImportError naming the extra without matplotlib."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("plots need matplotlib: pip install 'fastsoftmax[plot]'") from None
+    fig = Figure(figsize=(w, h), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def save_figure(fig: Any, path: Any) -> Any:
+    """Write ``fig`` as a PNG to ``path``; returns ``path``."""
+    fig.savefig(path, dpi=110)
+    return path

@@ -27,7 +27,9 @@ except ImportError:      # the library needs only numpy and numba; the CLI needs
                      "pip install 'fastsoftmax[cli]'\n")
     raise SystemExit(2) from None
 
+from ._inputs import NAN_POLICIES
 from ._util import dumps, jsonable
+from .registries import backend_names
 
 PROG = "fastsoftmax"
 
@@ -80,17 +82,30 @@ def parse_assignment(text, option, many):
     return name, [parse_value(p) for p in parts]
 
 
+def _library_check(check, value, param, ctx, *args):
+    """A library validator's verdict on ``value`` as click's: its message,
+    without the argument's name (click prefixes the option's)."""
+    try:
+        return check(value, *args)
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        for name in ("samples", "seed"):
+            if msg.startswith(name + " "):
+                msg = msg[len(name) + 1:]
+        raise click.BadParameter(msg, ctx=ctx, param=param) from None
+
+
 class Count(click.ParamType):
-    """A positive integer, also written as 1e6 or 1_000_000."""
+    """A positive integer, also written as 1e6 or 1_000_000 (the library's
+    ``check_samples`` decides what is valid)."""
     name = "N"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            v = value
-        else:
+        from ._inputs import check_samples
+        if not (isinstance(value, int) and not isinstance(value, bool)):
             s = str(value).strip().replace("_", "")
             try:
-                v = int(s)
+                value = int(s)
             except ValueError:
                 try:
                     f = float(s)
@@ -98,26 +113,42 @@ class Count(click.ParamType):
                     self.fail(f"{value!r} is not a number", param, ctx)
                 if not (math.isfinite(f) and f.is_integer()):
                     self.fail(f"{value!r} is not a whole number", param, ctx)
-                v = int(f)
-        if v < 1:
-            self.fail(f"must be >= 1, got {value}", param, ctx)
-        return v
+                value = int(f)
+        return _library_check(check_samples, value, param, ctx)
 
 
 class Seed(click.ParamType):
+    """An integer seed (the library's ``check_seed`` decides what is valid)."""
     name = "SEED"
 
     def convert(self, value, param, ctx):
+        from ._inputs import check_seed
         try:
             v = int(str(value).strip())
         except ValueError:
             self.fail(f"{value!r} is not an integer", param, ctx)
-        if not 0 <= v < 2 ** 64:
-            self.fail(f"must lie in [0, 2**64), got {v}", param, ctx)
-        return v
+        return _library_check(check_seed, v, param, ctx)
 
 
-BACKEND = click.Choice(["auto", "cpu", "cuda"])
+class BackendName(click.Choice):
+    """"auto" or a registered backend's name: the registry's names when the
+    command line is parsed (a backend registered at run time included)."""
+
+    def __init__(self):
+        super().__init__(self.choices)
+
+    @property
+    def choices(self):
+        return ("auto",) + backend_names()
+
+    @choices.setter
+    def choices(self, value):
+        pass                # always the registry's
+
+
+# the choices the library accepts, from the lists the library checks against
+BACKEND = BackendName()
+NAN_POLICY = click.Choice(NAN_POLICIES)
 BIG_FILE_LOGITS = 1 << 28      # summarize shows progress from here (a few seconds)
 
 
@@ -401,7 +432,7 @@ def sweep(model, grids, sets, samples, seed, target, dtype, thresholds, backend,
                            "rerun with --resume to continue", err=True)
             raise
     if plot is not None:
-        from .plot import plot_sweep
+        from .sweeps.plot import plot_sweep
         plot_sweep(df, plot, list(grid), observable=observable)
     if as_json:
         click.echo(dumps(_records(df)))
@@ -510,7 +541,7 @@ class _dask_client:
               help="The softmax axis: an int, or comma-separated ints.")
 @click.option("--target", default="argmax", show_default=True,
               help="argmax, a class index, or a .npy file of integer labels.")
-@click.option("--nan-policy", type=click.Choice(["raise", "omit"]), default="raise",
+@click.option("--nan-policy", type=NAN_POLICY, default="raise",
               show_default=True, help="Rows with NaN/+inf: error, or skip and count.")
 @click.option("--backend", type=BACKEND, default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")

@@ -12,7 +12,9 @@ records.  One record per concept:
   its parameters and their bounds, the generator the kernels draw it with,
   and its law;
 * :class:`Target` (``TARGETS``) and :class:`TargetMode`: the class y the
-  cross-entropy observables use, and the entry points that accept it.
+  cross-entropy observables use, and the entry points that accept it;
+* the backends' names (``BUILTIN_BACKENDS``, ``REGISTERED_BACKENDS``): what
+  ``backend=`` and the command line accept.
 
 A new observable is its formula in the row math
 (``fastsoftmax._kernels.row``), one record here and its tests: the names,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any, Callable
 
 __all__ = [
     "Observable", "OBSERVABLES", "OBSERVABLE", "observable_table", "with_observable_table",
@@ -31,6 +34,7 @@ __all__ = [
     "Param", "Model", "MODELS", "MODEL",
     "Target", "TARGETS", "TARGET", "TargetMode",
     "TARGET_ARGMAX", "TARGET_FIXED", "TARGET_LABELS", "TARGET_RANDOM", "TARGET_SAMPLED",
+    "BUILTIN_BACKENDS", "REGISTERED_BACKENDS", "backend_names",
 ]
 
 
@@ -350,3 +354,28 @@ TARGETS: tuple[Target, ...] = (
 TARGET: dict[str, Target] = {t.name: t for t in TARGETS}
 
 assert all(int(t.mode) == k for k, t in enumerate(TARGETS)), "targets out of mode order"
+
+
+# --------------------------------------------------------------------------
+# backends: their names, the one list that the argument checks, the backend
+# registry (fastsoftmax.backends) and the command line's choices read
+
+#: The built-in backends and the modules that implement them, in the order
+#: ``fastsoftmax.backends.take`` asks them: the CPU first, so that "auto"
+#: keeps host arrays on the host (the CUDA backend reads them too).
+BUILTIN_BACKENDS: dict[str, str] = {
+    "cpu": "fastsoftmax.backends.cpu",
+    "cuda": "fastsoftmax.backends.cuda",
+    "dask": "fastsoftmax.backends.dask",
+}
+
+#: Backends registered at run time (``fastsoftmax.backends.register``):
+#: name -> factory(**options) returning an object with the backend contract.
+REGISTERED_BACKENDS: dict[str, Callable[..., Any]] = {}
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend's name: the built-in ones, then those
+    registered at run time, in the order ``fastsoftmax.backends.take`` asks
+    them."""
+    return tuple(BUILTIN_BACKENDS) + tuple(REGISTERED_BACKENDS)

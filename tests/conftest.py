@@ -1,8 +1,12 @@
+"""Fixtures shared by the test modules (constants and helper functions are
+in ``helpers.py``)."""
 import os
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+from helpers import VERIFY_RUN
 
 settings.register_profile(
     "ci", max_examples=150, deadline=None,
@@ -10,32 +14,17 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# --------------------------------------------------------------------------
+# parameters
+
 @pytest.fixture(params=[np.float32, np.float64], ids=["f32", "f64"])
 def dtype(request):
     return request.param
 
 
-# relative tolerances against the 60-digit reference (issue: 1e-12 / 2e-5)
-RTOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
-
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def subprocess_env(**extra):
-    """Environment for child interpreters: this checkout first on sys.path."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
 # --------------------------------------------------------------------------
 # one small `verify` run for the whole session (every test that needs a run's
 # result or its --out files reads this one: the experiment runs once per test run)
-
-VERIFY_RUN = dict(samples=2000, seed=3, backend="cpu", context=True)
-
 
 @pytest.fixture(scope="session")
 def _verify_run(tmp_path_factory):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from conftest import REPO
+from helpers import REPO
 from fastsoftmax._kernels import sketch as _sketch
 from fastsoftmax._kernels.row import NOBS
 from fastsoftmax.accumulate import (NCH, Accumulator, Extremes, Moments, Sketch,

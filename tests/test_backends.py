@@ -269,6 +269,34 @@ def test_the_fake_refused_where_it_cannot(fake):
     assert fake.calls == []                              # refused before any work
 
 
+def test_backend_by_name_accepts_every_registered_backend(fake):
+    """``backend=`` takes every registered name (the registry is the one list
+    of names), so a registered backend is reached by name as well as by input."""
+    from fastsoftmax._inputs import check_backend_name
+    from fastsoftmax.registries import backend_names
+    assert backend_names()[-1] == "fake" and backends.names() == backend_names()
+    assert check_backend_name("fake") == "fake" and check_backend_name("dask") == "dask"
+    assert backends.resolve("fake") == "fake"
+    x = _x(300, 6)
+    assert _acc(fs.summarize(Tagged(x), backend="fake")) == _acc(fs.summarize(x))
+    assert fake.calls == ["array_info", "validate", "summarize_array"]
+
+
+def test_unregistered_names_are_refused_with_the_registered_list(fake):
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'cpu', 'cuda', "
+                                         r"'dask', 'fake'\), got 'gpu'"):
+        fs.summarize(_x(), backend="gpu")
+    backends.unregister("fake")
+    try:
+        with pytest.raises(ValueError, match="backend must be one of.*got 'fake'"):
+            fs.summarize(_x(), backend="fake")
+    finally:
+        backends.register("fake", lambda **kw: fake)
+    for bad in ("", "auto", None):
+        with pytest.raises(ValueError, match="a backend's name is a non-empty string"):
+            backends.register(bad, Recorder)
+
+
 def test_registry_errors():
     with pytest.raises(ValueError, match="already registered"):
         backends.register("cpu", Recorder)

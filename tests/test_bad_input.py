@@ -146,8 +146,16 @@ def test_workqueue_layer_is_serialised_not_crashed():
     import subprocess
     import sys
 
-    from conftest import subprocess_env
+    from helpers import subprocess_env
     r = subprocess.run([sys.executable, "-c", WORKQUEUE], capture_output=True, text=True,
                        env=subprocess_env(NUMBA_THREADING_LAYER="workqueue"))
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "workqueue"
+
+
+def test_bad_progress_type_before_work():
+    from fastsoftmax.models import Gaussian
+    with pytest.raises(TypeError, match="progress must be"):
+        fs.summarize(np.zeros((3, 4)), progress="yes")
+    with pytest.raises(TypeError, match="progress must be"):
+        fs.simulate(Gaussian(n=4), 10, progress=3)

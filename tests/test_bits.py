@@ -18,7 +18,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 
 CHILD = textwrap.dedent("""
     import json, sys

@@ -1,5 +1,7 @@
-"""The command line, through real subprocesses (python -m fastsoftmax) and,
-for the many bad-argument cases, through ``cli.main`` in process."""
+"""The command line through ``cli.main`` (the console entry point) in
+process, and through real subprocesses (python -m fastsoftmax) where a real
+process is the point: exit statuses and streams, the Dask cluster, closed
+pipes."""
 import contextlib
 import io
 import json
@@ -8,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,10 +21,27 @@ from fastsoftmax._kernels import features as _cpu
 from fastsoftmax._util import COMPILING, progress_bar
 from fastsoftmax.sweeps import read_table, sweep
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 
 
-def run(*args, cwd=None, timeout=300):
+def run(*args, cwd=None):
+    """``fastsoftmax ARGS`` in this process (``cli.main``, the console entry
+    point, in folder ``cwd``): its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main([str(a) for a in args])
+    finally:
+        os.chdir(here)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def run_child(*args, cwd=None, timeout=300):
+    """``python -m fastsoftmax ARGS`` in a child interpreter: where a real
+    process is the point (its exit status, its streams, a Dask cluster)."""
     p = subprocess.run([sys.executable, "-m", "fastsoftmax", *map(str, args)], cwd=cwd,
                        env=subprocess_env(), capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
@@ -215,6 +235,10 @@ def test_bad_input_subprocess(tmp_path):
         (["summarize", tmp_path / "missing.npy"], "no such file"),
         (base + ["--model", "dotproduct", "--grid", "d_k=1", "--target", "best"], "target"),
     ]
+    # one child interpreter: a real process exits 2 with one line; the other
+    # cases run in this process (the same entry point, cli.main)
+    rc, out, err = run_child(*cases[0][0], cwd=tmp_path)
+    assert_usage_error(rc, out, err, cases[0][1])
     for args, match in cases:
         rc, out, err = run(*args, cwd=tmp_path)
         assert_usage_error(rc, out, err, match)
@@ -278,6 +302,34 @@ def test_bad_input_in_process(tmp_path, monkeypatch, capsys, args, match):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_choices_and_checks_are_the_librarys():
+    """--backend offers every registered backend (the registry's names, read
+    when the command line is parsed: a backend registered at run time
+    included) and --nan-policy the library's policies; --samples and --seed
+    say what the library's checks say."""
+    from fastsoftmax import _inputs, backends, registries
+    assert cli.BACKEND.choices == ("auto",) + registries.backend_names()
+    assert "dask" in cli.BACKEND.choices
+    with pytest.raises(click.BadParameter, match="'fake' is not one of"):
+        cli.BACKEND.convert("fake", None, None)
+    backends.register("fake", lambda **kw: backends.default("cpu"))
+    try:
+        assert cli.BACKEND.convert("fake", None, None) == "fake"
+        assert cli.BACKEND.choices[-1] == "fake"
+    finally:
+        backends.unregister("fake")
+    assert "fake" not in cli.BACKEND.choices
+    assert tuple(cli.NAN_POLICY.choices) == _inputs.NAN_POLICIES
+    for value, check, param in ((0, _inputs.check_samples, cli.Count()),
+                                (-1, _inputs.check_seed, cli.Seed()),
+                                (2 ** 64, _inputs.check_seed, cli.Seed())):
+        with pytest.raises(ValueError) as lib:
+            check(value)
+        with pytest.raises(click.BadParameter) as got:
+            param.convert(str(value), None, None)
+        assert got.value.format_message().endswith(": " + str(lib.value).split(" ", 1)[1])
+
+
 def test_parse_value():
     pv = cli.parse_value
     assert pv("true") is True and pv("False") is False
@@ -302,7 +354,7 @@ def test_summarize(tmp_path, logits, capsys):
     path, x = logits
     y = np.random.default_rng(1).integers(0, 32, 3000)
     np.save(tmp_path / "y.npy", y)
-    rc, out, err = run("summarize", path, "--json")          # the real command, once
+    rc, out, err = run_child("summarize", path, "--json")    # the real command, once
     assert rc == 0, err
     d = json.loads(out)
     s = fs.summarize(x)
@@ -375,7 +427,7 @@ def test_failure_while_running_exits_1(tmp_path, monkeypatch, capsys):
 
 def test_info(monkeypatch, capsys):
     # one run of the command (its JSON); the text form of the same dict in process
-    rc, out, err = run("info", "--json")
+    rc, out, err = run_child("info", "--json")
     assert rc == 0, err
     d = json.loads(out)
     monkeypatch.setattr(cli, "collect_info", lambda: d)
@@ -419,8 +471,7 @@ def test_console_script_entry_point():
 
 def test_sweep_local_dask_cluster(tmp_path):
     pytest.importorskip("distributed")
-    pytest.importorskip("distributed")
-    rc, out, err = run("sweep", "-m", "gaussian", "-g", "scale=1,4", "-s", "n=8",
+    rc, out, err = run_child("sweep", "-m", "gaussian", "-g", "scale=1,4", "-s", "n=8",
                        "--samples", "3000", "--workers", "2", "-o", "d.csv", "-q",
                        cwd=tmp_path)
     assert rc == 0, err

@@ -45,7 +45,7 @@ def client():
         cluster.close()
 
 
-PIECE_BLOCKS = 256          # blocks per piece in these tests (pieces start on blocks)
+PIECE_BLOCKS = 8            # blocks per piece in these tests (pieces start on blocks)
 
 
 def seg_rows(n):
@@ -82,7 +82,8 @@ SIM_CASES = [
 
 @pytest.mark.parametrize("model,target,dtype", SIM_CASES)
 def test_simulate_is_bitwise_local(client, model, target, dtype):
-    samples = 2 * seg_rows(model.n) + 12_345            # 3 segments, the last partial
+    # 3 segments, the last partial (3 blocks and 57 rows)
+    samples = 2 * seg_rows(model.n) + 3 * _config.block_rows(model.n) + 57
     a = fs.simulate(model, samples, seed=7, target=target, dtype=dtype, backend="cpu",
                     client=client)
     b = local(model, samples, seed=7, target=target, dtype=dtype)
@@ -92,11 +93,12 @@ def test_simulate_is_bitwise_local(client, model, target, dtype):
 
 def test_simulate_tasks_of_several_segments(client):
     """Any split on block boundaries folds to the same bits (pieces of 1, 3,
-    256 and 700 blocks: the moment trees of the pieces join exactly)."""
+    8 and 22 blocks of a 40-block run, the last piece partial: the moment
+    trees of the pieces join exactly)."""
     model = Gaussian(n=8, scale=5.0)
     samples = 5 * seg_rows(8) - 1
     ref = local(model, samples, seed=11, target="random")._acc.to_dict()
-    for bpt in (1, 3, PIECE_BLOCKS, 700):
+    for bpt in (1, 3, PIECE_BLOCKS, 22):
         acc = _dask.run_model(client, mjob(model, samples, 11, "random"),
                               blocks_per_task=bpt)
         assert acc.to_dict() == ref, bpt
@@ -185,7 +187,9 @@ def test_worker_killed_mid_run_same_result(client):
     """os._exit on a busy worker after the first task finished: the nanny
     restarts it, Dask reruns its lost tasks, the bits do not change."""
     model = Gaussian(n=1024, scale=2.0)
-    samples = 40 * seg_rows(1024) + 77                 # 41 tasks
+    # tasks of 256 blocks: long enough that a worker is busy when the first ends
+    blocks = 256
+    samples = 40 * blocks * _config.block_rows(1024) + 77      # 41 tasks
     killed = []
 
     class KillOnce(Progress):
@@ -200,7 +204,7 @@ def test_worker_killed_mid_run_same_result(client):
 
     bar = KillOnce()
     acc = _dask.run_model(client, mjob(model, samples, 5, "random"), progress=bar,
-                          blocks_per_task=PIECE_BLOCKS)
+                          blocks_per_task=blocks)
     assert killed and killed[0][1] < 41                # killed while tasks were left
     assert bar.total == samples
     ref = local(model, samples, seed=5, target="random")
@@ -373,3 +377,43 @@ def test_connect_to_running_scheduler(client):
                                           client=c)["entropy"].mean)
     finally:
         c.close()
+
+
+# --------------------------------------------------------------------------
+# arguments the Dask paths cannot honour raise
+
+def test_dask_array_refuses_progress_and_backend():
+    x = da.zeros((10, 4), chunks=(5, 4))
+    with pytest.raises(ValueError, match="progress is not available for dask arrays"):
+        fs.summarize(x, progress=True)
+    with pytest.raises(ValueError, match="dask array"):
+        fs.summarize(x, backend="cuda")
+
+
+def test_chunk_refused_where_unused(client):
+    with pytest.raises(ValueError, match="chunk .* not used by a Dask client"):
+        fs.simulate(Gaussian(n=4), 100, chunk=64, backend="cpu", client=client)
+
+
+def test_observables_refuses_device_and_dask_arrays():
+    with pytest.raises(TypeError, match="host memory"):
+        fs.observables(da.zeros((4, 3), chunks=2))
+
+
+def test_dask_chunks_run_under_the_guard(monkeypatch):
+    """One threading guard for every parallel call, Dask's chunks included."""
+    from fastsoftmax.backends import cpu
+    entered = []
+    real = cpu.guard
+
+    def counting():
+        entered.append(1)
+        return real()
+
+    monkeypatch.setattr(cpu, "guard", counting)
+    x = np.zeros((40, 6))
+    x[33, 1] = np.nan
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match="row 33 of x contains NaN"):
+            fs.summarize(da.from_array(x, chunks=(10, 6)))
+    assert len(entered) >= 4          # every chunk, the bad one included, went through it

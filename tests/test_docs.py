@@ -19,7 +19,7 @@ import types
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 # The public modules, in one place: their ``__all__`` is the public API.
 PUBLIC_MODULES = [

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the experiment trains a torch model
 pd = pytest.importorskip("pandas", reason="the experiment writes pandas tables")
 pytest.importorskip("matplotlib", reason="the experiment draws its figure with matplotlib")
 
-from conftest import REPO, subprocess_env  # noqa: E402
+from helpers import REPO, subprocess_env  # noqa: E402
 
 SCRIPT = os.path.join(REPO, "examples", "instability.py")
 COLUMNS = {"lr", "qk_layernorm", "step", "loss", "module", "head", "max_logit", "entropy_mean",
@@ -30,32 +30,29 @@ def inst():
 
 
 def test_quick_sweep(tmp_path):
+    """The quick sweep: 2 runs (lr 1, qk-layernorm off and on) of 10 steps."""
     r = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(tmp_path)],
                        capture_output=True, text=True, env=subprocess_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     df = pd.read_csv(tmp_path / "instability.csv")
     assert COLUMNS <= set(df.columns)
-    assert set(df.lr) == {0.01, 1.0} and set(df.qk_layernorm) == {False, True}
+    assert set(df.lr) == {1.0} and set(df.qk_layernorm) == {False, True}
     assert set(df.module) == {"blocks.0.attn", "blocks.1.attn"} and set(df["head"]) == {0, 1, 2, 3}
-    assert sorted(df.step.unique()) == [0, 5, 10, 15, 19]
-    assert len(df) == 4 * 5 * 2 * 4                     # runs x probed steps x layers x heads
+    assert sorted(df.step.unique()) == [0, 5, 9]
+    assert len(df) == 2 * 3 * 2 * 4                     # runs x probed steps x layers x heads
     assert (df.rows == 8 * 64).all()                    # batch 8, every query row
     # query 0 sees one key: p = 1, jac_diag_max = 0, in every sequence
     assert (df["jac_diag_max_below_1e-06"] >= 1 / 64 - 1e-12).all()
     assert (df.law_below >= 1 / 64 - 1e-12).all() and (df.law_below <= 1).all()
-    # the same initialisation for every run: step 0 is the same without qk-layernorm
-    s0 = df[(df.step == 0) & ~df.qk_layernorm].sort_values(["lr", "module", "head"])
-    a, b = (s0[s0.lr == v].max_logit.to_numpy() for v in (0.01, 1.0))
-    np.testing.assert_array_equal(a, b)
     # the instability: at lr 1 without qk-layernorm the first layer's largest
     # logit outgrows the qk-layernorm run's by orders of magnitude (measured:
-    # 1.3e6 against 170 at step 19)
-    last = df[(df.step == 19) & (df.layer == 0) & (df.lr == 1.0)]
+    # 3.1e5 against 109 at step 9)
+    last = df[(df.step == 9) & (df.layer == 0) & (df.lr == 1.0)]
     off = last[~last.qk_layernorm].max_logit.max()
     on = last[last.qk_layernorm].max_logit.max()
     assert off > 100 * on
     losses = pd.read_csv(tmp_path / "instability_loss.csv")
-    assert len(losses) == 4 * 20 and set(losses.columns) == {"lr", "qk_layernorm", "step", "loss"}
+    assert len(losses) == 2 * 10 and set(losses.columns) == {"lr", "qk_layernorm", "step", "loss"}
     assert (tmp_path / "instability.png").stat().st_size > 10_000
     assert "lead_steps" in r.stdout
     # --replot redraws from the CSVs alone
@@ -69,11 +66,11 @@ def test_quick_sweep(tmp_path):
 def test_law_below_matches_direct(inst):
     from fastsoftmax import theory
     spread = np.array([0.5, 3.0, 7.5, 20.0, 140.0, 3e3])
-    got = inst.law_below(spread, 64)
-    n = np.arange(1, 65)[:, None]
+    got = inst.law_below(spread, 16)          # causal rows of 1..16 keys
+    n = np.arange(1, 17)[:, None]
     ref = theory.Law.gaussian(n, spread[None, :])["jac_diag_max"].cdf(1e-6).mean(0)
     np.testing.assert_allclose(got, ref, rtol=2e-3)
-    assert np.isnan(inst.law_below(np.array([np.nan, 0.0]), 64)).all()
+    assert np.isnan(inst.law_below(np.array([np.nan, 0.0]), 16)).all()
 
 
 def test_measure_gradient_through_softmax(inst):
@@ -110,6 +107,21 @@ def test_measure_gradient_through_softmax(inst):
             spreads = [float(lg[bb, i, :i + 1].var()) for bb in range(3) for i in range(1, 8)]
             assert out[li, h]["logit_spread"] == pytest.approx(math.sqrt(np.mean(spreads)),
                                                                rel=1e-9)
+
+
+def test_same_initialisation_for_every_learning_rate(inst):
+    """Every run starts from the same weights: step 0 (probed before any
+    update) is the same at every learning rate, without qk-layernorm."""
+    args = inst.parse(["--quick", "--out", "unused"])
+    args.steps = 1
+    data_tr, data_va, _ = inst.split_data(args)
+    first = [inst.run(lr, False, data_tr, data_va, args, log=lambda *a: None)[0]
+             for lr in (0.01, 1.0)]
+    a, b = (np.array([r["max_logit"] for r in sorted(recs, key=lambda r: (r["module"],
+                                                                           r["head"]))])
+            for recs in first)
+    assert len(a) == 2 * 4 and all(r["step"] == 0 for recs in first for r in recs)
+    np.testing.assert_array_equal(a, b)
 
 
 def test_warnings_table(inst):

@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import fastsoftmax as fs
-from conftest import RTOL
+from helpers import RTOL
 from reference import log10_mp, observables_mp
 
 OFFSETS = [0.0, 1.0, -7.5, 100.0, 1e3, -1e6, 1e6, 1e15, 1e30]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 from fastsoftmax._kernels import simd as _simd
 
 S32 = _simd.stack_array(np.float32, 4, 16)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import fastsoftmax as fs
-from conftest import subprocess_env
+from helpers import subprocess_env
 from fastsoftmax.models import DotProduct, Gaussian, Shifted
 from fastsoftmax.theory import Law
 

@@ -17,7 +17,7 @@ from fastsoftmax import models
 from fastsoftmax.sweeps import Plan, SweepLocked, read_table, stat_columns, sweep
 from fastsoftmax.sweeps._table import Lock as _Lock
 
-from conftest import subprocess_env
+from helpers import subprocess_env
 
 GRID = {"d_k": [1, 256], "scaled": [False, True]}
 KW = dict(fixed={"n": 16}, samples=2000, seed=5, progress=False)

@@ -12,7 +12,7 @@ pd = pytest.importorskip("pandas", reason="probe frames are pandas DataFrames")
 
 from fastsoftmax.torch import AttentionProbe  # noqa: E402
 from fastsoftmax import torch as tc  # noqa: E402
-from fastsoftmax.torch import callbacks as tcb  # noqa: E402
+from fastsoftmax.torch._driver import Driver  # noqa: E402
 
 KEYS = ("max_logit", "jac_diag_max_log10_q0.5", "entropy_mean", "jac_diag_max_below_1e-06")
 
@@ -151,13 +151,45 @@ def test_trainer_callback_outputs_untouched(tmp_path):
 
 def test_callback_arguments():
     with pytest.raises(ValueError, match="every"):
-        tcb._Driver(0, "attention", {})
+        Driver(0, "attention", {})
     with pytest.raises(TypeError, match="every"):
-        tcb._Driver(1, "attention", {"every": 3})
+        Driver(1, "attention", {"every": 3})
     with pytest.raises(TypeError, match="model"):
-        tcb._Driver(1, "attention", {"model": None})
+        Driver(1, "attention", {"model": None})
     with pytest.raises(ValueError):
-        tcb._Driver(1, "attention", {"target": "random"})
+        Driver(1, "attention", {"target": "random"})
+
+
+@pytest.mark.parametrize("every, exc", [(0, ValueError), (-2, ValueError), (1.5, TypeError),
+                                        ("3", TypeError), (True, TypeError)])
+def test_every_is_checked_once_as_the_probe_checks_it(every, exc):
+    """The callbacks' ``every`` and the probe's ``every`` fail alike: one
+    validator, one exception type per fault, the same message."""
+    with pytest.raises(exc, match="every") as by_callback:
+        Driver(every, "attention", {})
+    with pytest.raises(exc) as by_probe:
+        AttentionProbe(None, every=every)
+    assert str(by_callback.value) == str(by_probe.value)
+
+
+def test_callbacks_are_plain_modules_and_the_old_module_warns():
+    transformers = pytest.importorskip("transformers")
+    from fastsoftmax.torch import ProbeCallback, hf
+    assert ProbeCallback is hf.ProbeCallback and tc.ProbeCallback is hf.ProbeCallback
+    assert issubclass(ProbeCallback, transformers.TrainerCallback)
+    assert ProbeCallback.__module__ == "fastsoftmax.torch.hf"
+    from fastsoftmax.torch import callbacks
+    with pytest.warns(DeprecationWarning, match="removed in 0.4.0: use "
+                                                "fastsoftmax.torch.ProbeCallback"):
+        assert callbacks.ProbeCallback is ProbeCallback
+    with pytest.raises(AttributeError, match="nothing"):
+        callbacks.nothing
+    pl = pytest.importorskip("lightning.pytorch")
+    from fastsoftmax.torch import LightningProbeCallback, lightning
+    assert LightningProbeCallback is lightning.LightningProbeCallback
+    assert issubclass(LightningProbeCallback, pl.Callback)
+    with pytest.warns(DeprecationWarning, match="fastsoftmax.torch.LightningProbeCallback"):
+        assert callbacks.LightningProbeCallback is LightningProbeCallback
 
 
 # --------------------------------------------------------------------------
@@ -329,8 +361,10 @@ def test_probe_scalars_by_head():
 def test_lazy_classes_import_nothing():
     import subprocess
     import sys
-    code = ("import sys, fastsoftmax.torch as tc, fastsoftmax.torch.callbacks as tcb; "
+    code = ("import sys, fastsoftmax.torch as tc, fastsoftmax.torch.callbacks as tcb, "
+            "fastsoftmax.torch.plot; "
             "assert 'transformers' not in sys.modules and 'lightning' not in sys.modules; "
+            "assert 'matplotlib' not in sys.modules; "
             "tc.key_frame; tcb.__name__; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
@@ -343,7 +377,7 @@ def test_lazy_classes_import_nothing():
 
 def test_plot_history(tmp_path):
     pytest.importorskip("matplotlib", reason="plots need matplotlib")
-    from fastsoftmax.plot import plot_history
+    from fastsoftmax.torch.plot import plot_history
     probe = AttentionProbe(None)
     torch.manual_seed(0)
     q = torch.randn(2, 3, 6, 8)
@@ -391,9 +425,31 @@ def test_plot_history(tmp_path):
 
 def test_plot_history_nonfinite_logit():
     pytest.importorskip("matplotlib", reason="plots need matplotlib")
-    from fastsoftmax.plot import plot_history
+    from fastsoftmax.torch.plot import plot_history
     h = pd.DataFrame({"step": [0, 1], "module": ["a", "a"], "head": [0, 0], "rows": [4, 4],
                       "max_logit": [1.0, -math.inf], "jac_diag_max_log10_q0.5": [-1, -2],
                       "entropy_mean": [1.0, 0.5], "jac_diag_max_below_1e-06": [0.0, 0.5]})
     fig = plot_history(h)
     assert len(fig.axes[0].get_lines()) == 1
+
+
+def test_plot_module_is_a_deprecated_alias():
+    """``fastsoftmax.plot``'s names reach each figure's home with a
+    DeprecationWarning; importing the alias alone warns of nothing."""
+    pytest.importorskip("matplotlib", reason="plots need matplotlib")
+    import fastsoftmax.plot as old
+    from fastsoftmax.sweeps import plot as sweep_plot
+    from fastsoftmax.torch import plot as torch_plot
+    from fastsoftmax.verify import _plot as verify_plot
+    homes = {"plot_history": torch_plot, "HISTORY_PANELS": torch_plot,
+             "plot_sweep": sweep_plot, "quantile_bands": sweep_plot, "QCOLS": sweep_plot,
+             "FLOOR": sweep_plot, "verify_plots": verify_plot, "context_plot": verify_plot}
+    assert set(old.__all__) <= set(homes)
+    for name, home in homes.items():
+        with pytest.warns(DeprecationWarning, match=f"fastsoftmax.plot.{name} is deprecated "
+                                                    "and will be removed in 0.4.0"):
+            assert getattr(old, name) is getattr(home, name)
+    with pytest.warns(DeprecationWarning):
+        from fastsoftmax.plot import plot_history  # noqa: F401
+    with pytest.raises(AttributeError, match="nothing"):
+        old.nothing

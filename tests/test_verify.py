@@ -1,5 +1,5 @@
 """verify: criteria (pure functions) both ways, estimates, the claim registry, and one
-small run (the session's, from conftest: verify runs once per test run)."""
+small run (the session's, a conftest fixture: verify runs once per test run)."""
 import gzip
 import json
 import math
@@ -12,7 +12,7 @@ from fastsoftmax import verify as V
 from fastsoftmax.verify import FAILS, HOLDS, INCONCLUSIVE, Est
 from fastsoftmax.verify import constants as C
 
-from conftest import VERIFY_RUN
+from helpers import VERIFY_RUN
 
 
 def E(value, se=0.0):

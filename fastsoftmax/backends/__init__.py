@@ -21,25 +21,25 @@ import importlib
 from typing import Any, Callable
 
 from .._inputs import check_backend_name
+from ..registries import BUILTIN_BACKENDS as _MODULES
+from ..registries import REGISTERED_BACKENDS as _EXTRA
+from ..registries import backend_names
 from .common import Backend
 
 __all__ = ["get_backend", "default", "take", "resolve", "cuda_status", "info", "names",
            "register", "unregister", "type_name", "not_usable", "NAMES"]
 
-# the built-in backends, in the order take() asks them: the CPU first, so that
-# "auto" keeps host arrays on the host (the CUDA backend reads them too)
-NAMES = ("cpu", "cuda", "dask")
-_MODULES = {"cpu": "fastsoftmax.backends.cpu", "cuda": "fastsoftmax.backends.cuda",
-            "dask": "fastsoftmax.backends.dask"}
-# backends registered at run time: name -> factory(**options)
-_EXTRA: dict[str, Callable[..., Backend]] = {}
+# the built-in backends, in the order take() asks them (registries.BUILTIN_BACKENDS)
+NAMES = tuple(_MODULES)
 # default instances (no options), the ones take() asks
 _DEFAULT: dict[str, Backend] = {}
 
 
 def names() -> tuple[str, ...]:
-    """The registered backends' names, in the order :func:`take` asks them."""
-    return NAMES + tuple(_EXTRA)
+    """The registered backends' names, in the order :func:`take` asks them
+    (``fastsoftmax.registries.backend_names``: every ``backend=`` accepts
+    them, with "auto", and so do the command line's ``--backend``)."""
+    return backend_names()
 
 
 def _factory(name: str) -> Callable[..., Backend]:
@@ -111,7 +111,11 @@ def info() -> dict[str, dict[str, Any]]:
 def register(name: str, factory: Callable[..., Backend]) -> None:
     """Register a backend: ``factory(**options)`` returns an object with the
     contract of :class:`~.common.Backend`; :func:`take` asks it after the
-    built-in backends."""
+    built-in backends, and ``backend=name`` names it (``summarize``,
+    ``simulate``, ``sweep``)."""
+    if not isinstance(name, str) or not name or name == "auto":
+        raise ValueError(f"a backend's name is a non-empty string other than 'auto', "
+                         f"got {name!r}")
     if name in _MODULES or name in _EXTRA:
         raise ValueError(f"backend {name!r} is already registered")
     _EXTRA[name] = factory
@@ -127,8 +131,9 @@ def unregister(name: str) -> None:
 
 def resolve(backend: str, *, host_data: bool = False,
             status: Callable[[], tuple[bool, str]] | None = None) -> str:
-    """"cpu" or "cuda" for ``backend`` ("auto", "cpu", "cuda"): the one
-    resolution of a kernel backend's name.
+    """The backend that ``backend`` names: "cpu" or "cuda" for "auto", "cpu"
+    and "cuda" (the one resolution of a kernel backend's name); any other
+    registered backend's name as it is.
 
     "auto" is "cuda" when a GPU is usable, except for data already in host
     memory (``host_data``): copying it to a GPU costs as much as the CPU
@@ -136,6 +141,8 @@ def resolve(backend: str, *, host_data: bool = False,
     a RuntimeError saying why.  ``status`` answers "is a GPU usable, and if
     not why" (default: on this machine; the Dask executor asks its workers)."""
     backend = check_backend_name(backend)
+    if backend not in ("auto", "cpu", "cuda"):
+        return backend
     if backend == "cpu" or (backend == "auto" and host_data):
         return "cpu"
     ok, why = (status or cuda_status)()

@@ -176,7 +176,11 @@ def workers_status(client):
 def resolve_backend(client, backend):
     """'cpu' or 'cuda' as the workers see it ("auto": cuda when every worker
     has a usable GPU)."""
-    return resolve(check_backend_name(backend), status=lambda: workers_status(client))
+    name = check_backend_name(backend)
+    if name not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"the workers run a kernel backend: 'auto', 'cpu' or 'cuda', "
+                         f"got backend={name!r}")
+    return resolve(name, status=lambda: workers_status(client))
 
 
 def _plan(samples, n, nthreads, blocks_per_task=None):

@@ -27,6 +27,9 @@ continue an interrupted sweep).
   torn or duplicated row.  The ``config`` column is the point's key (model,
   parameters, samples, seed, target, dtype, thresholds); ``resume=True``
   skips the points already there.
+* The figure: :func:`fastsoftmax.sweeps.plot.plot_sweep` draws the median
+  and quantile bands of an observable against a grid key (needs matplotlib;
+  ``fastsoftmax sweep --plot``).
 * The lock: while it writes, a sweep holds an OS lock (``filelock``) on an
   empty hidden file beside ``out``, ``.<name>.lock`` (``.sweep.parquet.lock``),
   so two sweeps never write one table.  The file stays when the sweep ends,

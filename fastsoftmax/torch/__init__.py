@@ -61,8 +61,9 @@ computed afterwards under ``torch.no_grad()`` from detached tensors.
 The package: ``_intercept`` (the torch-function mode, compile-safe, and
 what the module hooks need), ``_logits`` (the logit builders, pure functions
 of a call's arguments), ``_aggregate`` (per-head figures, frames, the merge
-over ranks) and ``_probe`` (:class:`AttentionProbe`: naming, ``every``,
-snapshots).
+over ranks), ``_probe`` (:class:`AttentionProbe`: naming, ``every``,
+snapshots); the training loops' callbacks in ``hf`` (transformers) and
+``lightning`` (both over ``_driver``), the history's figure in ``plot``.
 """
 from __future__ import annotations
 
@@ -82,16 +83,19 @@ AttentionProbe.__module__ = __name__
 for _f in (key_frame, log_probe, probe_scalars):
     _f.__module__ = __name__
 
-# ProbeCallback and LightningProbeCallback (fastsoftmax.torch.callbacks) are
-# reached as attributes too, built on first access
+# ProbeCallback (fastsoftmax.torch.hf) and LightningProbeCallback
+# (fastsoftmax.torch.lightning) are reached as attributes too, imported on
+# first access
 __all__ = ["AttentionProbe", "CHUNK_LOGITS", "KEY_COLUMNS", "SCALAR_COLUMNS", "key_frame",
            "log_probe", "probe_scalars"]
 
+# the callbacks subclass transformers' and lightning's classes: their modules
+# are imported on first access, so that importing the probe imports neither
+_CALLBACKS = {"ProbeCallback": "hf", "LightningProbeCallback": "lightning"}
+
 
 def __getattr__(name: str) -> Any:
-    # the callbacks subclass transformers' and lightning's classes: built on
-    # first access, so that importing the probe imports neither library
-    if name in ("ProbeCallback", "LightningProbeCallback"):
-        from . import callbacks
-        return getattr(callbacks, name)
+    if name in _CALLBACKS:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_CALLBACKS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from typing import Any
 
 def write_outputs(res: Any, out: str) -> list[str]:
     """Tables (CSV and Parquet), summary.json, summaries.json.gz and the PNG plots into ``out``."""
-    from .. import plot
+    from . import _plot as plot
     os.makedirs(out, exist_ok=True)
     written = []
     for name, df in res.tables.items():
