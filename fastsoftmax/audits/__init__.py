@@ -23,6 +23,7 @@ name).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -37,7 +38,7 @@ from ._report import (DEFAULT_MAX_ULP, METRIC_DOC, AuditReport, case_figures,
 from ._units import FORMATS, float_format
 from .implementations import IMPLEMENTATIONS, resolve_implementation
 
-__all__ = ["audit", "AuditReport", "Case", "KINDS", "DEFAULT_MAX_ULP", "IMPLEMENTATIONS",
+__all__ = ["audit", "prepare", "Prepared", "AuditReport", "Case", "KINDS", "DEFAULT_MAX_ULP", "IMPLEMENTATIONS",
            "battery_names", "METRIC_DOC"]
 
 KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
@@ -147,6 +148,77 @@ def audit(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "flo
     >>> rep.to_frame().query("metric == 'units'")[["case", "reference"]].values.tolist()
     [['gauss_s30_n64', 'mpmath 113 bits, 16 of 64 rows'], ['gap_100_n64', 'mpmath 113 bits, 16 of 64 rows']]
     """
+    return prepare(fn, kind=kind, dtype=dtype, framework=framework, device=device,
+                   cases=cases, seed=seed).run()
+
+
+@dataclass
+class Prepared:
+    """A validated audit, nothing run: :func:`prepare`'s result.
+
+    ``run()`` runs it (what :func:`audit` returns); tools that report bad
+    arguments apart from failures while running (the command line) call
+    the two steps."""
+    fn: Callable[..., Any]
+    label: str
+    kind: str
+    dtype: str
+    framework: str
+    device: Any
+    cases: list[Case]
+    seed: int
+    fw: Any = field(repr=False, default=None)
+
+    def run(self) -> AuditReport:
+        """Run the implementation on every case and measure its errors.
+
+        Returns
+        -------
+        AuditReport
+            The figures of every case.
+        """
+        return _run(self)
+
+
+def prepare(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "float32",
+            framework: str | None = None, device: Any = None, cases: Any = None,
+            seed: int = 0) -> Prepared:
+    """:func:`audit`'s checks and cases, nothing run.
+
+    Parameters
+    ----------
+    fn : callable or str
+        As :func:`audit`.
+    kind : str, default "softmax"
+        As :func:`audit`.
+    dtype : str, default "float32"
+        As :func:`audit`.
+    framework : str, optional
+        As :func:`audit`.
+    device : optional
+        As :func:`audit`.
+    cases : optional
+        As :func:`audit`.
+    seed : int, default 0
+        As :func:`audit`.
+
+    Returns
+    -------
+    Prepared
+        The validated audit; ``.run()`` runs it.
+
+    Raises
+    ------
+    ValueError, TypeError, ImportError, RuntimeError
+        As :func:`audit` (a CUDA device PyTorch cannot see: RuntimeError).
+
+    Examples
+    --------
+    >>> from fastsoftmax.audits import prepare
+    >>> p = prepare("scipy", kind="log_softmax", cases=["gap_100_n64"])
+    >>> p.framework, [c.label for c in p.cases]
+    ('numpy', ['gap_100_n64'])
+    """
     # every check before any work
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
@@ -175,6 +247,14 @@ def audit(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "flo
                               "reference): pip install mpmath") from None
     case_list = resolve_cases(cases, kind, fmt, seed)
 
+    return Prepared(fn=fn, label=label, kind=kind, dtype=dtype, framework=framework,
+                    device=device, cases=case_list, seed=seed, fw=fw)
+
+
+def _run(p: Prepared) -> AuditReport:
+    fn, kind, dtype, fw, device, seed = p.fn, p.kind, p.dtype, p.fw, p.device, p.seed
+    fmt = float_format(dtype)
+    label, framework, case_list = p.label, p.framework, p.cases
     records: list[dict[str, Any]] = []
     t_impl = t_ref = 0.0
     rng = np.random.default_rng([seed, 1])
