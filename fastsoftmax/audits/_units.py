@@ -98,7 +98,7 @@ def ulp(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     a = np.abs(np.asarray(x, dtype=np.float64))
     with np.errstate(invalid="ignore"):
         e = np.frexp(a)[1].astype(np.int64) - 1
-        e = np.maximum(e, fmt.emin)
+        e = np.where(a == 0, fmt.emin, np.maximum(e, fmt.emin))
         out = np.ldexp(1.0, e - fmt.digits + 1)
     return np.where(np.isfinite(a), out, np.nan)
 
