@@ -64,10 +64,10 @@ def _labels(case: Case, x: np.ndarray, p: np.ndarray, rng: np.random.Generator) 
 def audit(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "float32",
           framework: str | None = None, device: Any = None, cases: Any = None,
           seed: int = 0) -> AuditReport:
-    r"""The accuracy of a softmax, log-softmax or cross-entropy implementation
-    on a battery of regimes, against the exact values.
+    r"""The accuracy of a softmax, log-softmax or cross-entropy implementation.
 
-    ``fn`` receives each case's logits (a 2-D array of ``dtype`` in
+    Measured on a battery of regimes against the exact values: ``fn``
+    receives each case's logits (a 2-D array of ``dtype`` in
     ``framework``'s array type, rows along axis 0) and returns what ``kind``
     names; its output is compared with the exact values of the logits *as it
     received them* (rounded to ``dtype``), computed in float64 through
@@ -146,7 +146,9 @@ def audit(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "flo
     >>> rep.passed()
     True
     >>> rep.to_frame().query("metric == 'units'")[["case", "reference"]].values.tolist()
-    [['gauss_s30_n64', 'mpmath 113 bits, 16 of 64 rows'], ['gap_100_n64', 'mpmath 113 bits, 16 of 64 rows']]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [['gauss_s30_n64', 'mpmath 113 bits, 8 of 64 rows'],
+     ['gap_100_n64', 'mpmath 113 bits, 8 of 64 rows']]
     """
     return prepare(fn, kind=kind, dtype=dtype, framework=framework, device=device,
                    cases=cases, seed=seed).run()
@@ -158,7 +160,36 @@ class Prepared:
 
     ``run()`` runs it (what :func:`audit` returns); tools that report bad
     arguments apart from failures while running (the command line) call
-    the two steps."""
+    the two steps.
+
+    Parameters
+    ----------
+    fn : callable
+        The implementation.
+    label : str
+        How the report names it.
+    kind : str
+        What it computes.
+    dtype : str
+        The logits' dtype.
+    framework : str
+        The array type it receives.
+    device : object
+        Where the logits are placed.
+    cases : list of Case
+        The cases to run.
+    seed : int
+        The random targets' seed.
+    fw : object, optional
+        The framework's adapter (``_frameworks``).
+
+    Examples
+    --------
+    >>> from fastsoftmax.audits import prepare
+    >>> p = prepare("scipy", cases=["gauss_s1_n2"])
+    >>> p.label, p.run().passed()
+    ('scipy', True)
+    """
     fn: Callable[..., Any]
     label: str
     kind: str
@@ -176,6 +207,12 @@ class Prepared:
         -------
         AuditReport
             The figures of every case.
+
+        Examples
+        --------
+        >>> from fastsoftmax.audits import prepare
+        >>> prepare("numpy-naive", cases=["gap_100_n64"]).run().passed()
+        False
         """
         return _run(self)
 
@@ -184,6 +221,9 @@ def prepare(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "f
             framework: str | None = None, device: Any = None, cases: Any = None,
             seed: int = 0) -> Prepared:
     """:func:`audit`'s checks and cases, nothing run.
+
+    Every argument is checked and every case drawn; the implementation is
+    not called until ``.run()``.
 
     Parameters
     ----------

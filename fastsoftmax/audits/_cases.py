@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..models import DotProduct, _Model
-from ._units import FloatFormat
+from ._units import FloatFormat, float_format
 
 __all__ = ["Case", "battery", "resolve_cases", "TARGETS", "CE_KINDS"]
 
@@ -31,11 +31,39 @@ USER_MODEL_ROWS = 64
 
 @dataclass(frozen=True)
 class Case:
-    """One named case: logits ``x`` (float64, rows x n, before rounding to
-    the dtype), its ``regime``, a ``description``, a nominal logit
-    ``scale``, the ``target`` rule of the CE kinds ("-" for the others) and
-    whether it is ``judged`` (a fully masked row has no exact value: it is
-    reported, not judged)."""
+    """One named case of an audit: logit rows and what they stand for.
+
+    The battery's cases and the user's (arrays, models) alike; the
+    implementation receives ``x`` rounded to the audited dtype.
+
+    Parameters
+    ----------
+    name : str
+        The case's name (``gap_20_n64``).
+    regime : str
+        Its family ("gaussian", "dominant logit", "masked", a model's name,
+        "user").
+    description : str
+        The regime in words.
+    scale : float
+        A nominal logit scale (the x axis of ``AuditReport.plot``): the
+        Gaussian scale, the gap, the offset; for the user's arrays the median
+        of the rows' largest |x|.
+    x : ndarray
+        The logits, float64, rows x n, before rounding to the audited dtype.
+    target : str, default "-"
+        The target rule of the cross-entropy kinds ("argmax", "random",
+        "sampled"; "-" for the others).
+    judged : bool, default True
+        False for fully masked rows (no exact value: reported, not judged).
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> c = fs.audit("scipy", cases=["gap_20_n64"]).cases[0]
+    >>> c.label, c.regime, c.rows, c.n
+    ('gap_20_n64', 'dominant logit', 64, 64)
+    """
     name: str
     regime: str
     description: str
@@ -107,6 +135,7 @@ def _specs(fmt: FloatFormat) -> list[tuple[str, str, str, float, int, Callable]]
                     lambda rng, r, n, m=m: draw_model(m, r, rng)))
     top = fmt.max
     top_ulp = np.ldexp(1.0, int(np.frexp(top)[1]) - 1 - fmt.digits + 1)
+    draw: Callable
     for off in (1e4, 1e6, None):
         for n in (64, 1024):
             if off is None:
@@ -166,9 +195,32 @@ def battery(kind: str, fmt: FloatFormat, seed: int = 0) -> list[Case]:
     return _with_targets(cases, kind)
 
 
-def battery_names(fmt: FloatFormat) -> list[str]:
-    """The names of the default cases for a format (without target rules)."""
-    return [s[0] for s in _specs(fmt)]
+def battery_names(dtype: str = "float32") -> list[str]:
+    """The names of the default battery's cases for a dtype.
+
+    The battery adapts to what the dtype can represent (float16 has no
+    offset of 1e6, its maximum is 65,504).  The cross-entropy kinds run each
+    case once per target rule (``gap_20_n64[argmax]``, ``[random]``,
+    ``[sampled]``).
+
+    Parameters
+    ----------
+    dtype : {"float16", "bfloat16", "float32", "float64"}, default "float32"
+        The audited dtype.
+
+    Returns
+    -------
+    list of str
+        The case names, in the battery's order.
+
+    Examples
+    --------
+    >>> from fastsoftmax.audits import battery_names
+    >>> names = battery_names("float16")
+    >>> len(names), "offset_1e6_n64" in names, "offset_1e6_n64" in battery_names()
+    (30, False, True)
+    """
+    return [s[0] for s in _specs(float_format(dtype))]
 
 
 def _with_targets(cases: list[Case], kind: str) -> list[Case]:
@@ -233,7 +285,7 @@ def resolve_cases(cases: Any, kind: str, fmt: FloatFormat, seed: int) -> list[Ca
                         f"{type(cases).__name__}")
     if not items:
         raise ValueError("cases is empty: give at least one case (None: the default battery)")
-    names = battery_names(fmt)
+    names = battery_names(fmt.name)
     wanted: list[tuple[str, str | None]] = []
     user: list[Case] = []
     out_order: list[Any] = []

@@ -146,22 +146,38 @@ def masked_figures(out: np.ndarray) -> list[dict[str, Any]]:
 class AuditReport:
     """The result of :func:`fastsoftmax.audit`: the figures of every case.
 
-    Attributes
+    Built by :func:`fastsoftmax.audit`; one record per case and metric (see
+    :meth:`to_frame`), verdicts at any pass bound (:meth:`passed`,
+    :meth:`failures`, :meth:`worst`), a text table (its repr) and a plot.
+
+    Parameters
     ----------
     implementation : str
         What was audited (a registry name, ``module:function`` or the
         function's qualified name).
-    kind, dtype, framework : str
-        The audit's settings.
+    kind : str
+        "softmax", "log_softmax", "ce_loss" or "ce_grad".
+    dtype : str
+        The logits' dtype.
+    framework : str
+        The array type the implementation received.
     device : object
         Where the logits were placed (None: the framework's default).
     cases : list of Case
         The cases, in order (name, regime, description, nominal scale).
     records : list of dict
         One per case and metric (the rows of :meth:`to_frame`).
-    seconds_implementation, seconds_reference : float
-        Wall time in the implementation's calls and in the reference and
-        figures.
+    seconds_implementation : float, default 0
+        Wall time in the implementation's calls.
+    seconds_reference : float, default 0
+        Wall time in the exact values and the figures.
+
+    Examples
+    --------
+    >>> import fastsoftmax as fs
+    >>> rep = fs.audit("scipy", cases=["gauss_s1_n64"])
+    >>> rep.passed(), rep.implementation, len(rep.cases)
+    (True, 'scipy', 1)
     """
     implementation: str
     kind: str
@@ -178,8 +194,28 @@ class AuditReport:
         return [r for r in self.records if r["case_label"] == label]
 
     def case_score(self, label: str) -> float:
-        """A case's largest judged unit figure; inf when a judged count is
-        not 0 or the implementation failed; NaN for a case not judged."""
+        """A case's largest judged error in units (its score against ``max_ulp``).
+
+        Parameters
+        ----------
+        label : str
+            The case's label (``Case.label``: its name, with the target rule
+            of a cross-entropy kind, ``gap_20_n64[argmax]``).
+
+        Returns
+        -------
+        float
+            The largest of its judged unit figures; inf when a judged count
+            (non-finite outputs, false zeros, false -inf) is not 0 or the
+            implementation failed; NaN for a case that is not judged.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> rep = fs.audit("numpy-naive", cases=["offset_1e4_n64", "mask_full_n64"])
+        >>> rep.case_score("offset_1e4_n64"), rep.case_score("mask_full_n64")
+        (inf, nan)
+        """
         recs = self._case_records(label)
         if not any(r["judged"] for r in recs):
             return math.nan
@@ -190,7 +226,24 @@ class AuditReport:
         return max(vals) if vals else 0.0
 
     def failures(self, max_ulp: float = DEFAULT_MAX_ULP) -> list[str]:
-        """The labels of the judged cases that do not pass at ``max_ulp``."""
+        """The labels of the judged cases that do not pass at ``max_ulp``.
+
+        Parameters
+        ----------
+        max_ulp : float, default 4
+            The largest error allowed, in units of the error bound.
+
+        Returns
+        -------
+        list of str
+            The failing cases' labels, in the report's order.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> fs.audit("numpy-naive", cases=["gauss_s1_n64", "gap_100_n64"]).failures()
+        ['gap_100_n64']
+        """
         return [c.label for c in self.cases if self.case_score(c.label) > max_ulp]
 
     def passed(self, max_ulp: float = DEFAULT_MAX_ULP) -> bool:
@@ -207,6 +260,12 @@ class AuditReport:
             True when every judged case has its unit figures at most
             ``max_ulp`` and no non-finite output, false zero, false -inf or
             failure.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> fs.audit("scipy", cases=["gauss_s1e3_n64"]).passed(max_ulp=4)
+        True
         """
         return not self.failures(max_ulp)
 
@@ -219,6 +278,18 @@ class AuditReport:
             ``case``, ``regime``, ``description``, ``score`` (its largest
             unit figure, inf for a judged count or a failure) and
             ``figures`` (metric -> value, with ``note`` where one is set).
+
+        Raises
+        ------
+        ValueError
+            No case of the report is judged.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> w = fs.audit("numpy-naive", cases=["gauss_s1_n64", "gap_100_n64"]).worst()
+        >>> w["case"], w["regime"], w["figures"]["nonfinite"]
+        ('gap_100_n64', 'dominant logit', 64)
         """
         judged = [c for c in self.cases if not math.isnan(self.case_score(c.label))]
         if not judged:
@@ -250,6 +321,13 @@ class AuditReport:
             ``reference`` (the exact values it was measured against),
             ``judged``, ``note`` and ``passed`` (the case's verdict, on each
             of its rows; None where not judged).
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> df = fs.audit("scipy", cases=["gap_20_n64"]).to_frame()
+        >>> df[["case", "metric", "judged"]].values.tolist()[:2]
+        [['gap_20_n64', 'units', True], ['gap_20_n64', 'ulps', False]]
         """
         import pandas as pd
         rows = []
@@ -276,6 +354,13 @@ class AuditReport:
             A header line and a table: the case, its regime, the maximum and
             99.9th percentile of the error in units, the maximum in plain
             ulps, the counts, |sum p - 1|, the verdict.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> print(fs.audit("scipy", cases=["ties_equal_n64"]).table().splitlines()[1])
+        ... # doctest: +NORMALIZE_WHITESPACE
+        case regime units units q99.9 ulps nonfinite false 0 |sum-1| verdict
         """
         cols = ["units", "units q99.9", "ulps"]
         if self.kind == "ce_grad":
@@ -335,9 +420,10 @@ class AuditReport:
 
     # -------------------------------------------------------------------- plot
     def plot(self, path: Any = None, max_ulp: float = DEFAULT_MAX_ULP, ax: Any = None) -> Any:
-        """Error against logit scale: each judged case's largest error in
-        units (log scale) at its nominal logit scale, one marker style per
-        regime, the pass bound as a line; failures at the top edge.
+        """Error against logit scale: each judged case's largest error in units.
+
+        The error (log scale) at the case's nominal logit scale, one marker
+        style per regime, the pass bound as a line, failing cases labelled.
 
         Parameters
         ----------
@@ -352,6 +438,13 @@ class AuditReport:
         -------
         matplotlib.figure.Figure
             The figure.
+
+        Examples
+        --------
+        >>> import fastsoftmax as fs
+        >>> fig = fs.audit("scipy", cases=["gauss_s1_n64", "gap_100_n64"]).plot()
+        >>> fig.axes[0].get_xscale()
+        'log'
         """
         if ax is None:
             from matplotlib.figure import Figure

@@ -27,8 +27,28 @@ KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
 
 @dataclass(frozen=True)
 class Implementation:
-    """A named implementation: its framework and a builder of the function
-    for a kind."""
+    """A named implementation: its framework and a builder of its functions.
+
+    One entry of :data:`IMPLEMENTATIONS`, the registry the command line's
+    ``--impl`` names.
+
+    Parameters
+    ----------
+    name : str
+        The registry name (``"torch"``).
+    framework : str
+        The array type its functions take.
+    description : str
+        What it is, in words.
+    build : callable
+        ``build(kind)``: the function for a kind (imports its library).
+
+    Examples
+    --------
+    >>> from fastsoftmax.audits.implementations import IMPLEMENTATIONS
+    >>> IMPLEMENTATIONS["scipy"].framework
+    'numpy'
+    """
     name: str
     framework: str
     description: str
@@ -55,8 +75,9 @@ def _numpy_naive(kind: str) -> Callable[..., Any]:
     def ce_grad(x, y):
         return _one_hot_np(softmax(x), y)
 
-    return dict(softmax=softmax, log_softmax=log_softmax, ce_loss=ce_loss,
-                ce_grad=ce_grad)[kind]
+    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
+                                              ce_loss=ce_loss, ce_grad=ce_grad)
+    return fns[kind]
 
 
 def _scipy(kind: str) -> Callable[..., Any]:
@@ -74,8 +95,9 @@ def _scipy(kind: str) -> Callable[..., Any]:
     def ce_grad(x, y):
         return _one_hot_np(special.softmax(x, axis=-1), y)
 
-    return dict(softmax=softmax, log_softmax=log_softmax, ce_loss=ce_loss,
-                ce_grad=ce_grad)[kind]
+    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
+                                              ce_loss=ce_loss, ce_grad=ce_grad)
+    return fns[kind]
 
 
 def _torch(kind: str) -> Callable[..., Any]:
@@ -96,8 +118,9 @@ def _torch(kind: str) -> Callable[..., Any]:
         F.cross_entropy(x, y, reduction="sum").backward()
         return x.grad
 
-    return dict(softmax=softmax, log_softmax=log_softmax, ce_loss=ce_loss,
-                ce_grad=ce_grad)[kind]
+    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
+                                              ce_loss=ce_loss, ce_grad=ce_grad)
+    return fns[kind]
 
 
 def _jax(kind: str) -> Callable[..., Any]:
@@ -116,8 +139,9 @@ def _jax(kind: str) -> Callable[..., Any]:
     def ce_grad(x, y):
         return jax.grad(lambda z: jnp.sum(ce_loss(z, y)))(x)
 
-    return dict(softmax=softmax, log_softmax=log_softmax, ce_loss=ce_loss,
-                ce_grad=ce_grad)[kind]
+    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
+                                              ce_loss=ce_loss, ce_grad=ce_grad)
+    return fns[kind]
 
 
 #: The built-in implementations by name.
@@ -132,8 +156,11 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
 
 
 def resolve_implementation(spec: str, kind: str) -> tuple[Callable[..., Any], str | None, str]:
-    """The function, framework (None: infer it) and label of an
-    implementation named ``spec`` for ``kind``.
+    """The function, framework and label of an implementation named ``spec``.
+
+    A registry name builds that implementation's function for ``kind``; a
+    ``module:function`` path imports the function (its framework is then
+    inferred from it by :func:`fastsoftmax.audit`).
 
     Parameters
     ----------
