@@ -30,6 +30,7 @@ except ImportError:      # the library needs only numpy and numba; the CLI needs
                      "pip install 'fastsoftmax[cli]'\n")
     raise SystemExit(2) from None
 
+from . import audits as _audits
 from ._util import dumps, jsonable
 
 PROG = "fastsoftmax"
@@ -592,18 +593,18 @@ def _load_npy(path, what):
 @cli.command()
 @click.option("--impl", "-i", required=True, metavar="NAME|MODULE:FUNCTION",
               help="numpy-naive, scipy, torch, jax, or module:function.")
-@click.option("--kind", "-k", type=click.Choice(["softmax", "log_softmax", "ce_loss", "ce_grad"]),
-              default="softmax", show_default=True)
-@click.option("--dtype", type=click.Choice(["float16", "bfloat16", "float32", "float64"]),
-              default="float32", show_default=True)
-@click.option("--framework", type=click.Choice(["numpy", "torch", "jax"]), default=None,
+@click.option("--kind", "-k", type=click.Choice(_audits.KINDS), default="softmax",
+              show_default=True)
+@click.option("--dtype", type=click.Choice(_audits.DTYPES), default="float32",
+              show_default=True)
+@click.option("--framework", type=click.Choice(_audits.FRAMEWORKS), default=None,
               help="The array type the implementation receives (default: its own, or "
                    "inferred from a module:function).")
 @click.option("--device", default=None, help="Where the framework puts the logits (cuda:0).")
 @click.option("--case", "case_names", multiple=True, metavar="NAME",
               help="A case of the battery (repeatable; default: all).")
 @click.option("--seed", type=Seed(), default=0, show_default=True)
-@click.option("--max-ulp", type=float, default=4.0, show_default=True,
+@click.option("--max-ulp", type=float, default=_audits.DEFAULT_MAX_ULP, show_default=True,
               help="The pass bound, in units of the error bound.")
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for audit.csv, audit.parquet and audit.png (made if missing).")
@@ -615,7 +616,6 @@ def audit(impl, kind, dtype, framework, device, case_names, seed, max_ulp, out):
     bound u (1 + ceil(log2 n) + |x_j - m| + sum_i p_i |x_i - m|) (plus
     |log p_j| for log outputs), u the dtype's unit roundoff.
     """
-    from . import audits
     if not (max_ulp > 0 and math.isfinite(max_ulp)):
         _fail(f"--max-ulp {max_ulp}: a positive number")
     if out is not None and os.path.exists(out) and not os.path.isdir(out):
@@ -623,7 +623,7 @@ def audit(impl, kind, dtype, framework, device, case_names, seed, max_ulp, out):
     if out is not None:
         _user_call(_require_module, "pandas", "--out", "dataframe")
         _user_call(_require_module, "matplotlib", "--out", "plot")
-    prepared = _user_call(audits.prepare, impl, kind=kind, dtype=dtype, framework=framework,
+    prepared = _user_call(_audits.prepare, impl, kind=kind, dtype=dtype, framework=framework,
                           device=device, cases=list(case_names) or None, seed=seed)
     rep = prepared.run()
     click.echo(rep.table(max_ulp=max_ulp))

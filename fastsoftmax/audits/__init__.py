@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._inputs import check_seed
-from ._cases import CE_KINDS, Case, battery_names, resolve_cases
+from ._cases import CE_KINDS, KINDS, Case, battery_names, check_kind, resolve_cases
 from ._frameworks import FRAMEWORKS, get_framework, infer_framework
 from ._reference import (MP_PREC, add_targets, element_errors, exact_values, mp_rows,
                          mpmath_errors)
@@ -38,10 +38,12 @@ from ._report import (DEFAULT_MAX_ULP, METRIC_DOC, AuditReport, case_figures,
 from ._units import FORMATS, float_format
 from .implementations import IMPLEMENTATIONS, resolve_implementation
 
-__all__ = ["audit", "prepare", "Prepared", "AuditReport", "Case", "KINDS", "DEFAULT_MAX_ULP", "IMPLEMENTATIONS",
-           "battery_names", "METRIC_DOC"]
+__all__ = ["audit", "prepare", "Prepared", "AuditReport", "Case", "KINDS", "DEFAULT_MAX_ULP",
+           "IMPLEMENTATIONS", "battery_names", "METRIC_DOC", "DTYPES", "FRAMEWORKS"]
 
-KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
+#: The audited dtypes (bfloat16 with PyTorch or JAX only).
+DTYPES = tuple(FORMATS)
+
 
 
 def _labels(case: Case, x: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -260,8 +262,7 @@ def prepare(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "f
     ('numpy', ['gap_100_n64'])
     """
     # every check before any work
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    check_kind(kind)
     fmt = float_format(dtype)
     if isinstance(fn, str):
         fn, fw_default, label = resolve_implementation(fn, kind)

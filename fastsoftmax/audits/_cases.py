@@ -19,10 +19,20 @@ import numpy as np
 from ..models import DotProduct, _Model
 from ._units import FloatFormat, float_format
 
-__all__ = ["Case", "battery", "resolve_cases", "TARGETS", "CE_KINDS"]
+__all__ = ["Case", "battery", "resolve_cases", "TARGETS", "KINDS", "CE_KINDS", "check_kind"]
 
 TARGETS = ("argmax", "random", "sampled")
+#: What an audited function computes: softmax, log-softmax, the per-row CE
+#: loss -log p_y, the gradient p - e_y of the summed CE loss.
+KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
 CE_KINDS = ("ce_loss", "ce_grad")
+
+
+def check_kind(kind: Any) -> str:
+    """``kind`` if it is one of :data:`KINDS`, else ValueError."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    return kind
 # rows per case by row length: a battery of about 40 cases stays well under
 # a second of reference time
 _ROWS = {1: 256, 2: 256, 64: 64, 1024: 16, 65536: 2}

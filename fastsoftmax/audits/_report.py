@@ -27,6 +27,7 @@ ZERO_METRICS = ("error", "nonfinite", "false_zeros", "false_neg_inf")
 COLUMNS = ["implementation", "kind", "dtype", "framework", "case", "regime", "target", "n",
            "rows", "scale", "metric", "value", "q0.999", "elements", "reference", "judged",
            "note"]
+#: The metrics of a report (the ``metric`` column of ``AuditReport.to_frame``).
 METRIC_DOC = {
     "units": "max error in units of the bound (judged: <= max_ulp)",
     "ulps": "max error in plain ulps of the dtype at the exact value",

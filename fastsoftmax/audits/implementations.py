@@ -20,9 +20,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._cases import check_kind
+
 __all__ = ["IMPLEMENTATIONS", "Implementation", "resolve_implementation"]
 
-KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,7 @@ def resolve_implementation(spec: str, kind: str) -> tuple[Callable[..., Any], st
     """
     if not isinstance(spec, str):
         raise TypeError(f"an implementation is named by a string, got {spec!r}")
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    check_kind(kind)
     if spec in IMPLEMENTATIONS:
         impl = IMPLEMENTATIONS[spec]
         try:
