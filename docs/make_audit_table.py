@@ -49,7 +49,7 @@ def main():
             print(f"| {impl} | {dtype} | {kind} | {len(judged) - len(fails)} of {len(judged)} "
                   f"| {w['case']} | {fmt(w['score'])} | {', '.join(regimes) or '-'} |")
             sys.stdout.flush()
-    print(f"\nimplementations: " + "; ".join(f"{k}: {v.description}"
+    print("\nimplementations: " + "; ".join(f"{k}: {v.description}"
                                               for k, v in IMPLEMENTATIONS.items()))
 
 

@@ -1,6 +1,5 @@
 """fastsoftmax.audit: the unit arithmetic, the verdicts on implementations
 known to be right or wrong, the report, and the command line."""
-import math
 
 import numpy as np
 import pytest

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import api
-from ._units import FloatFormat, softmax_condition, target_condition
+from ._units import softmax_condition, target_condition
 
 __all__ = ["Exact", "exact_values", "add_targets", "element_errors", "mpmath_errors", "MP_ELEMENTS",
            "MP_PREC"]
