@@ -1,5 +1,6 @@
 """fastsoftmax.audit: the unit arithmetic, the verdicts on implementations
 known to be right or wrong, the report, and the command line."""
+import math
 
 import numpy as np
 import pytest
@@ -327,3 +328,18 @@ def test_cli_audit(tmp_path, capsys):
     assert cli.main(["audit", "--impl", "scipy", "--max-ulp", "-1"]) == 2
     err = capsys.readouterr().err
     assert "--dtype bfloat16 is not available" in err and "unknown implementation" in err
+
+
+def test_jax_framework():
+    pytest.importorskip("jax")
+    rep = fs.audit("jax", kind="log_softmax", dtype="bfloat16", cases=["gap_100_n64"])
+    assert rep.framework == "jax" and rep.passed(), rep
+    # p = [1, e^-88] (e^-88 = 6e-39, a float32 subnormal): the error of the
+    # second, absolute against the smallest normal, over u c with c = 1 + 1 + 88
+    import jax
+    out = np.asarray(jax.nn.softmax(jax.numpy.asarray([[0.0, -88.0]], dtype="float32")),
+                     dtype=np.float64)
+    exact = math.exp(-88) / (1 + math.exp(-88))
+    want = abs(out[0, 1] - exact) / F32.tiny / (F32.u * 90)
+    rep = fs.audit("jax", cases={"sub": [[0.0, -88.0]]})
+    assert _figure(rep, "sub", "units") == pytest.approx(want, rel=1e-6)

@@ -124,7 +124,7 @@ def audit(fn: Callable[..., Any] | str, kind: str = "softmax", dtype: str = "flo
     AuditReport
         Per case: the maximum and 99.9th percentile of the error in units,
         plain ulps and relative errors, non-finite outputs, false zeros,
-        false -inf, |sum p - 1|, for ce_grad the errors of 1 - p_y and of
+        false -inf, ``|sum p - 1|``, for ce_grad the errors of 1 - p_y and of
         the gradient's norm; a fully masked row is reported, not judged.
 
     Raises

@@ -58,7 +58,7 @@ class Case:
     scale : float
         A nominal logit scale (the x axis of ``AuditReport.plot``): the
         Gaussian scale, the gap, the offset; for the user's arrays the median
-        of the rows' largest |x|.
+        of the rows' largest ``|x|``.
     x : ndarray
         The logits, float64, rows x n, before rounding to the audited dtype.
     target : str, default "-"

@@ -354,7 +354,7 @@ class AuditReport:
         str
             A header line and a table: the case, its regime, the maximum and
             99.9th percentile of the error in units, the maximum in plain
-            ulps, the counts, |sum p - 1|, the verdict.
+            ulps, the counts, ``|sum p - 1|``, the verdict.
 
         Examples
         --------
