@@ -109,9 +109,12 @@ def test_units_hand_worked():
     tiny = F32.tiny
     assert units_relative(np.array([tiny * F32.u]), np.array([tiny / 4]), np.array([1.0]),
                           F32)[0] == pytest.approx(1.0)
-    # a masked logit: exact 0, any other output unbounded
+    # a masked logit (c infinite): exact 0, any other output unbounded; an exact
+    # value that merely underflows float64 (e^-1e4) is judged against tiny
     assert units_relative(np.array([1e-30]), np.array([0.0]), np.array([np.inf]), F32)[0] \
         == np.inf
+    assert units_relative(np.array([1e-45]), np.array([0.0]), np.array([1e4]), F32)[0] \
+        == pytest.approx(1e-45 / tiny / (F32.u * 1e4))
 
 
 def test_one_unit_error_is_one_unit():

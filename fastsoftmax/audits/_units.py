@@ -175,11 +175,11 @@ def units_relative(err: np.ndarray, exact: np.ndarray, c: np.ndarray,
                    fmt: FloatFormat) -> np.ndarray:
     """Errors of probability-like values in units of u c (relative where
     the exact value is normal, else absolute against the smallest normal);
-    where the exact value is 0 (a masked logit) any other output is an
-    unbounded error."""
+    at a masked logit (c infinite: its exact probability is 0) any output
+    but 0 is an unbounded error."""
     with np.errstate(invalid="ignore", divide="ignore"):
         units = relative_error(err, exact, fmt) / (fmt.u * c)
-        units = np.where(exact == 0, np.where(err == 0, 0.0, np.inf), units)
+        units = np.where(np.isinf(c), np.where(err == 0, 0.0, np.inf), units)
     return np.where(np.isnan(err), np.inf, units)
 
 
