@@ -6,11 +6,14 @@
                       --set n=64 --samples 1e6 --out sweep.parquet [--resume] [--plot sweep.png]
                       [--theory [--theory-order 0|1]] [--scheduler ADDRESS | --workers N]
     fastsoftmax summarize FILE.npy [--axis A] [--target argmax|INT|labels.npy] [--json]
+    fastsoftmax audit --impl torch|scipy|numpy-naive|jax|MODULE:FUNCTION [--kind K]
+                      [--dtype D] [--case NAME] [--max-ulp U] [--out DIR]
     fastsoftmax info
 
 Bad arguments exit with status 2 and one line on stderr saying what is
 wrong (checked before any work starts); a failure while running exits 1 with
-its message; an interrupted run exits 130; a completed run exits 0.
+its message; an interrupted run exits 130; a completed run exits 0 (audit:
+1 when a case fails its bound).
 """
 import functools
 import json
@@ -27,6 +30,7 @@ except ImportError:      # the library needs only numpy and numba; the CLI needs
                      "pip install 'fastsoftmax[cli]'\n")
     raise SystemExit(2) from None
 
+from . import audits as _audits
 from ._inputs import NAN_POLICIES
 from ._util import dumps, jsonable
 from .registries import backend_names
@@ -185,7 +189,8 @@ FLAGS = {"nan_policy": "--nan-policy", "resume": "--resume", "theory": "--theory
          "out": "--out", "target": "--target", "backend": "--backend", "dtype": "--dtype",
          "thresholds": "--threshold", "samples": "--samples", "seed": "--seed",
          "axis": "--axis", "model_factory": "--model", "grid": "--grid", "fixed": "--set",
-         "progress": "--quiet"}
+         "progress": "--quiet", "framework": "--framework", "device": "--device",
+         "max_ulp": "--max-ulp"}
 # NAME=VALUE forms that are a flag alone (or its absence)
 FLAG_VALUES = {"resume=True": "--resume", "theory=True": "--theory",
                "progress=False": "--quiet", "progress=True": "a progress bar (no --quiet)"}
@@ -611,6 +616,64 @@ def _load_npy(path, what):
     if not isinstance(a, np.ndarray):
         _fail(f"{what} {path}: holds several arrays (.npz); give one .npy array")
     return a
+
+
+# --------------------------------------------------------------------------
+# audit
+
+@cli.command()
+@click.option("--impl", "-i", required=True, metavar="NAME|MODULE:FUNCTION",
+              help="numpy-naive, scipy, torch, jax, or module:function.")
+@click.option("--kind", "-k", type=click.Choice(_audits.KINDS), default="softmax",
+              show_default=True)
+@click.option("--dtype", type=click.Choice(_audits.DTYPES), default="float32",
+              show_default=True)
+@click.option("--framework", type=click.Choice(_audits.FRAMEWORKS), default=None,
+              help="The array type the implementation receives (default: its own, or "
+                   "inferred from a module:function).")
+@click.option("--device", default=None, help="Where the framework puts the logits (cuda:0).")
+@click.option("--case", "case_names", multiple=True, metavar="NAME",
+              help="A case of the battery (repeatable; default: all).")
+@click.option("--seed", type=Seed(), default=0, show_default=True)
+@click.option("--max-ulp", type=float, default=_audits.DEFAULT_MAX_ULP, show_default=True,
+              help="The pass bound, in units of the error bound.")
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Directory for audit.csv, audit.parquet and audit.png (made if missing).")
+def audit(impl, kind, dtype, framework, device, case_names, seed, max_ulp, out):
+    """Audit a softmax, log-softmax or cross-entropy implementation against
+    the exact values; exit 0 when every case passes, 1 when one does not.
+
+    Errors are counted in units of the max-shifted algorithm's first-order
+    bound u (1 + ceil(log2 n) + |x_j - m| + sum_i p_i |x_i - m|) (plus
+    |log p_j| for log outputs), u the dtype's unit roundoff.
+    """
+    if not (max_ulp > 0 and math.isfinite(max_ulp)):
+        _fail(f"--max-ulp {max_ulp}: a positive number")
+    if out is not None and os.path.exists(out) and not os.path.isdir(out):
+        _fail(f"--out {out}: exists and is not a directory")
+    if out is not None:
+        _user_call(_require_module, "pandas", "--out", "dataframe")
+        _user_call(_require_module, "matplotlib", "--out", "plot")
+    prepared = _user_call(_audits.prepare, impl, kind=kind, dtype=dtype, framework=framework,
+                          device=device, cases=list(case_names) or None, seed=seed)
+    rep = prepared.run()
+    click.echo(rep.table(max_ulp=max_ulp))
+    click.echo(f"implementation {rep.seconds_implementation:.2f} s, reference and figures "
+               f"{rep.seconds_reference:.2f} s")
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+        df = rep.to_frame(max_ulp=max_ulp)
+        df.to_csv(os.path.join(out, "audit.csv"), index=False)
+        written = ["audit.csv"]
+        try:
+            df.to_parquet(os.path.join(out, "audit.parquet"), index=False)
+            written.append("audit.parquet")
+        except ImportError:
+            pass
+        rep.plot(os.path.join(out, "audit.png"), max_ulp=max_ulp)
+        written.append("audit.png")
+        click.echo(f"wrote {', '.join(written)} to {out}")
+    return 0 if rep.passed(max_ulp) else 1
 
 
 # --------------------------------------------------------------------------
