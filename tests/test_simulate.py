@@ -23,7 +23,7 @@ def within(stat, expected, k=4.0):
 @pytest.mark.parametrize("sigma", [0.3, 2.0, 15.0])
 def test_gaussian_n2_closed_forms(sigma):
     """n = 2: every observable is a function of the gap |x1 - x2| ~ |N(0, 2 sigma^2)|
-    (fastsoftmax.theory; tests/test_theory.py checks those laws)."""
+    (fastsoftmax.theory; tests/test_theory_two.py checks those laws)."""
     s = fs.simulate(Gaussian(n=2, scale=sigma), N_MC, seed=1, dtype="float64", backend="cpu")
     law = Law.gaussian(2, sigma)
     for name in ("jac_diag_max", "max_prob", "entropy"):
