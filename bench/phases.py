@@ -16,7 +16,8 @@ block reduction (``block_reduce``: values, moments, thresholds, sketch);
 then the whole ``summarize`` (with the path it is set to).  Where n <=
 TILE_BOUND the row-at-a-time path's phases run too, interleaved (``row
 path``), so the two paths' ratio is a paired measurement.  It calls
-fastsoftmax's private kernels, so it moves with them: the public figures are bench_ceiling.py's.
+fastsoftmax's private kernels, so it moves with them: the public figures
+are bench_ceiling.py's.
 """
 import os
 import sys
