@@ -112,11 +112,12 @@ def test_row_view():
 
 
 def test_same_numbers_at_256_bits(tmp_path):
-    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks:
-    the same numbers."""
+    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks
+    (and transposes tiles in 8 x 8 blocks): the same numbers."""
     code = ("import sys; sys.argv = ['x']; import test_simd as t; "
             "t.test_top2(__import__('numpy').float32); t.test_chan_stats_and_ss(); "
-            "t.test_flush_and_tree_sum(); print('OK')")
+            "t.test_flush_and_tree_sum(); "
+            "t.test_tile_sums_per_lane(__import__('numpy').float32, 17); print('OK')")
     env = subprocess_env(FASTSOFTMAX_VECTOR_WIDTH="256", NUMBA_CACHE_DIR=str(tmp_path))
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
