@@ -8,24 +8,34 @@ enough to hide the rest.
 
     python -m pytest bench/bench_ceiling.py --benchmark-only -q -s
 
-Goals (engine v3, fractions on any x86-64 CPU with AVX2 and FMA, measured in
-the same run): summarize float32 n=1024 >= 70% of the exp+sum ceiling, n=64
->= 50%, n=16384 >= 70%; float64 n=1024 >= 60%; saturated rows (logits x300)
->= 90% of unsaturated ones; simulate Gaussian n=64 >= 60% of the RNG alone,
-n=1024 >= 80%; DotProduct exact cost independent of d_k within 10%.  Put
-machine-independently: the excess per row over the exp+sum ceiling 5x
-smaller than 0.2.0's at n=64 and 3x at n=1024.
+The peers (NumPy, SciPy, JAX-jit, PyTorch: ``peers.py``) run in the same
+rounds, on the same arrays; they compute only part of a Summary
+(``peers.STATISTICS``, printed beside them).  ``PEERS=0`` leaves them out.
+
+Goals (fractions on any x86-64 CPU with AVX2 and FMA, measured in the same
+run): summarize float32 2,000,000 x 64 >= 50% of the exp+sum ceiling,
+100,000 x 1,024 >= 75%, 10,000 x 16,384 >= 75%; float64 100,000 x 1,024 >=
+70%; saturated rows (logits x300) >= 90% of N(0, 1) rows; simulate Gaussian
+n = 64 and 1,024 >= 75% of the RNG alone; DotProduct exact cost independent
+of d_k within 10%.  Put machine-independently: the excess per row over the
+exp+sum ceiling at most the ceiling's own time per row at n = 64, a third of
+it at n >= 1,024.
 """
+import os
+
 import numba
 import numpy as np
 import pytest
 
 import fastsoftmax as fs
+import peers
 from ceiling import exp_sum, exp_sum_default, interleaved, mem_sum, mem_sum_default, rng_alone
 from conftest import record
 from fastsoftmax.models import DotProduct, Gaussian
 
 ROUNDS = 7
+# PEERS=0: the ceilings and fastsoftmax only (the peers take ~50x longer)
+PEERS = os.environ.get("PEERS", "1") != "0"
 SIZES = [(100_000, 1024, "float32"), (2_000_000, 64, "float32"), (100_000, 1024, "float64"),
          (10_000, 16384, "float32")]
 
@@ -45,14 +55,25 @@ def test_summarize_vs_ceilings(benchmark, size):
     rows, n, dt = size
     x = _data(rows, n, dt)
     f = lambda: fs.summarize(x)  # noqa: E731
-    best = interleaved({"exp+sum ceiling": lambda: exp_sum(x),
-                        "exp+sum ceiling (default width)": lambda: exp_sum_default(x),
-                        "memory read ceiling": lambda: mem_sum(x),
-                        "memory read ceiling (default width)": lambda: mem_sum_default(x),
-                        "fastsoftmax (interleaved)": f}, rounds=ROUNDS, samples=True)
+    cands = {"exp+sum ceiling": lambda: exp_sum(x),
+             "exp+sum ceiling (default width)": lambda: exp_sum_default(x),
+             "memory read ceiling": lambda: mem_sum(x),
+             "memory read ceiling (default width)": lambda: mem_sum_default(x),
+             "fastsoftmax (interleaved)": f}
+    if PEERS:
+        # the peers in the same rounds (they compute less: peers.STATISTICS)
+        cands.update({f"peer {k} (interleaved)": g for k, g in peers.candidates(x).items()})
+    best = interleaved(cands, rounds=ROUNDS, samples=True)
     group = f"{rows}x{n} {dt}"            # bench_summarize's group: peers beside
     for name, sec in best.items():
         record(group, name, sec, rows * n, ref="ceiling" in name, rows=rows)
+    if PEERS:
+        ours = np.array(best["fastsoftmax (interleaved)"])
+        print(f"\n[{group}] {peers.STATISTICS}")
+        for name, sec in best.items():
+            if name.startswith("peer "):
+                print(f"  fastsoftmax / {name}: {np.median(np.array(sec) / ours):.1f}x "
+                      f"(median of the paired rounds)")
     _fs_once(benchmark, f)
 
 

@@ -1,7 +1,24 @@
-"""The same statistics computed the way a user would without fastsoftmax:
+"""The statistics computed the way a user would without fastsoftmax:
 vectorized NumPy / SciPy / JAX / PyTorch over batches of rows, every
-observable per row, then mean, std, min and max of each.  Target: argmax."""
+observable per row, then mean, std, min and max of each.  Target: argmax.
+
+What the peers compute is a subset of a ``Summary`` (``STATISTICS`` says it
+in one line, for the tables): the nine observables' values per row (softmax
+in the input's dtype, float64 only for the reductions) and, over the rows,
+each value's mean, standard deviation, min and max.  They do not compute the
+log10 of each value and its moments, the sketch (quantiles), the threshold
+counts, the infinite/NaN bookkeeping or a reproducible summation order, which
+``fastsoftmax.summarize`` does in the same call: a peer's time is a lower
+bound for the work fastsoftmax does.
+
+``candidates(x)``: {name: callable} of every peer installed, for a run that
+interleaves them with fastsoftmax and the ceilings (``ceiling.interleaved``).
+"""
 import numpy as np
+
+STATISTICS = ("peers compute: 9 values per row (argmax target), then mean, std, min, max of "
+              "each; not the log10 moments, quantiles, threshold counts or non-finite counts "
+              "that fastsoftmax also computes")
 
 BATCH_LOGITS = 1 << 22
 
@@ -143,3 +160,16 @@ def make_torch():
         return _reduce(parts)
 
     return run
+
+
+def candidates(x):
+    """{name: zero-argument callable} for every peer importable here, each
+    warmed up (JAX compiled) on a slice of x."""
+    out = {"numpy": lambda: numpy_stats(x), "scipy": lambda: scipy_stats(x)}
+    for name, make in (("jax-jit", make_jax), ("pytorch", make_torch)):
+        try:
+            f = make()
+        except ImportError:
+            continue
+        out[name] = (lambda f=f: f(x))
+    return out

@@ -6,11 +6,18 @@ best).
     N=256 SC=300 NUMBA_NUM_THREADS=1 python bench/phases.py
 
 Phases (each run adds one, in a kernel shaped like ``observe_chunk``: rows in
-groups of blocks): the top-2 pass; + the exp pass (R, E2, E3, V in 16 lanes,
-prefetching the next row); + the wrap-up (``block_logobs``: the observables'
-logs); + the block reduction (``block_reduce``: values, moments, thresholds,
-sketch); then the whole ``summarize``.  It calls fastsoftmax's private
-kernels, so it moves with them: the public figures are bench_ceiling.py's.
+groups of blocks).  Rows of length n <= TILE_BOUND (the tile path, 16 rows
+one per lane; in summarize with FASTSOFTMAX_TILE=1): the transposition of a
+tile (``tile_load``); + the top two and the four sums (``tile_sums``,
+``tile_row_stats``).  Longer rows (the row-at-a-time path): the top-2 pass;
++ the exp pass (R, E2, E3, V in 16 lanes, prefetching the next row).  Then,
+for both: + the wrap-up (``block_logobs``: the observables' logs); + the
+block reduction (``block_reduce``: values, moments, thresholds, sketch);
+then the whole ``summarize`` (with the path it is set to).  Where n <=
+TILE_BOUND the row-at-a-time path's phases run too, interleaved (``row
+path``), so the two paths' ratio is a paired measurement.  It calls
+fastsoftmax's private kernels, so it moves with them: the public figures
+are bench_ceiling.py's.
 """
 import os
 import sys
@@ -25,15 +32,17 @@ from ceiling import exp_sum, exp_sum_default, interleaved  # noqa: E402
 from fastsoftmax import _config  # noqa: E402
 from fastsoftmax._kernels import features as _cpu  # noqa: E402
 from fastsoftmax._config import FASTMATH  # noqa: E402
-from fastsoftmax._kernels.row import NOBS, NSTATS, block_logobs, row_stats_into_ahead, row_top2  # noqa: E402
-from fastsoftmax._kernels.simd import row_view, vector_width  # noqa: E402
+from fastsoftmax._kernels.row import (NOBS, NSTATS, block_logobs, row_stats_into_ahead,  # noqa: E402
+                                     row_top2, store_stats, tile_load, tile_row_stats,
+                                     tile_sums)
+from fastsoftmax._kernels.simd import G, row_view, vector_width  # noqa: E402
 from fastsoftmax._kernels.sketch import new_scratch  # noqa: E402
 from fastsoftmax.accumulate import NCH, block_reduce  # noqa: E402
 
 
 @njit(parallel=True, fastmath=FASTMATH, error_model="numpy")
-def phases(x, brows, gblk, mode, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, thr,
-           counts, carry, lo, hi, ninf, start):
+def phases(x, brows, gblk, mode, tiled, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, thr,
+           counts, carry, lo, hi, ninf, start, tb_s, tm_s, td_s):
     rows, n = x.shape
     nth = st_s.shape[0]
     nblk = rows // brows
@@ -41,11 +50,24 @@ def phases(x, brows, gblk, mode, st_s, lam_s, val_s, mom, vmin, vmax, nonf, belo
     for t in prange(nth):
         vector_width()
         st = st_s[t]
+        tb = tb_s[t]
+        tm = tm_s[t]
+        td = td_s[t]
         for g in range(t, ngrp, nth):
             b0 = g * gblk
             g0 = b0 * brows
             gn = min(gblk * brows, rows - g0)
-            for i in range(gn):
+            for i0 in range(0, gn if tiled else 0, G):
+                k = min(G, gn - i0)
+                tile_load(x, g0 + i0, k, n, tb)
+                if mode == 0:
+                    st[0, i0] = tb[0, 0]
+                    continue
+                tile_sums(tb, n, tm, td)
+                for l in range(k):
+                    res = tile_row_stats(row_view(x, g0 + i0 + l), n, tm, td, l, 0, 0, 0.5)
+                    store_stats(st, i0 + l, *res)
+            for i in range(0 if tiled else gn):
                 r = g0 + i
                 xr = row_view(x, r)
                 if mode == 0:
@@ -72,7 +94,10 @@ def profile(n, rows, dt, scale, rounds):
     thr = np.array(_config.DEFAULT_THRESHOLDS)
     sk = new_scratch(nth, NOBS, dt)
     g = gblk * brows
+    tn = n if n <= _config.TILE_BOUND else 1
     a = dict(st_s=np.zeros((nth, NSTATS, g)), lam_s=np.zeros((nth, NOBS, g)),
+             tb_s=np.zeros((nth, tn, G), dt), tm_s=np.zeros((nth, 2, G), dt),
+             td_s=np.zeros((nth, 4, G)),
              val_s=np.zeros((nth, NCH + 1, g)), mom=np.zeros((rows // brows, NCH, 3)),
              vmin=np.zeros((nth, NCH)), vmax=np.zeros((nth, NCH)),
              nonf=np.zeros((nth, NCH), np.int64), below=np.zeros((nth, NOBS, 3), np.int64),
@@ -80,10 +105,15 @@ def profile(n, rows, dt, scale, rounds):
              ninf=sk["ninf"], start=sk["start"])
     c = {"exp+sum ceiling": lambda: exp_sum(x),
          "exp+sum ceiling (default width)": lambda: exp_sum_default(x)}
-    for mode, name in enumerate(["top-2 pass", "+ exp pass (R, E2, E3, V)",
-                                 "+ wrap-up (block_logobs)",
-                                 "+ block reduction (values, moments, thresholds, sketch)"]):
-        c[name] = (lambda m=mode: phases(x, brows, gblk, m, **a))
+    tiled = n <= _config.TILE_BOUND
+    names = ["top-2 pass", "+ exp pass (R, E2, E3, V)", "+ wrap-up (block_logobs)",
+             "+ block reduction (values, moments, thresholds, sketch)"]
+    tnames = ["tile transposition", "+ top two and sums across the lanes"] + names[2:]
+    for mode, name in enumerate(tnames if tiled else names):
+        c[name] = (lambda m=mode: phases(x, brows, gblk, m, tiled, **a))
+    if tiled:
+        for mode, name in enumerate(names):
+            c["row path: " + name] = (lambda m=mode: phases(x, brows, gblk, m, False, **a))
     c["summarize (all)"] = lambda: fs.summarize(x)
     times = interleaved(c, rounds, samples=True)
     per = {k: 1e9 * np.median(v) * nth / rows for k, v in times.items()}
@@ -95,10 +125,18 @@ def profile(n, rows, dt, scale, rounds):
     prev = 0.0
     for k in c:
         tail = ""
+        if k.startswith("row path: top"):
+            prev = 0.0
         if "ceiling" not in k and "(all)" not in k:
             tail = f"  this phase {per[k] - prev:8.1f}"
             prev = per[k]
-        print(f"  {k:56s} {per[k]:9.1f} ({best[k]:9.1f})  {ceil / per[k]:6.1%} of the ceiling{tail}")
+        print(f"  {k:66s} {per[k]:9.1f} ({best[k]:9.1f})  {ceil / per[k]:6.1%} of the ceiling{tail}")
+    if tiled:
+        # paired: round i of the tile path against round i of the row path
+        full = names[-1]
+        ratio = np.median(np.array(times["row path: " + full]) / np.array(times[full]))
+        print(f"  tile path against row path, through the block reduction: "
+              f"{ratio:.2f}x faster (median of the paired rounds)")
 
 
 def main():

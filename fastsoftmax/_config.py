@@ -1,5 +1,6 @@
 """Knobs set in one place: compiler flags, block geometry, sketch geometry
 (the kernels' vector width is a CPU feature: ``_kernels.features``)."""
+import os
 
 # fastmath without 'nnan'/'ninf': -inf logits are masks and NaN must still
 # reach the sums so that bad rows are detected.  Without 'reassoc' (and the
@@ -24,6 +25,16 @@ def block_rows(n):
     while b < MAX_BLOCK_ROWS and 2 * b * n <= BLOCK_LOGITS:
         b *= 2
     return b
+
+
+# The tile path: rows of length n <= TILE_BOUND summarised a tile of 16 rows
+# at a time, one row per SIMD lane (``_kernels.row``, "Summation order"): a
+# fixed function of n, so the summation order (and the bits) never depends
+# on the CPU.  It is off by default (TILE_MAX_N = 0: every row goes through
+# the row-at-a-time path); FASTSOFTMAX_TILE=1 in the environment turns it on
+# (other bits for n <= TILE_BOUND: the order of the sums differs).
+TILE_BOUND = 256
+TILE_MAX_N = TILE_BOUND if os.environ.get("FASTSOFTMAX_TILE", "0") == "1" else 0
 
 
 # at most this many blocks a group (16 x 65k logits); the driver makes groups

@@ -12,6 +12,7 @@ from numba import njit
 
 from helpers import subprocess_env
 from fastsoftmax._kernels import simd as _simd
+from fastsoftmax._kernels.row import tile_load, tile_sums
 
 S32 = _simd.stack_array(np.float32, 4, 16)
 S64 = _simd.stack_array(np.float64, 4, 16)
@@ -111,13 +112,74 @@ def test_row_view():
 
 
 def test_same_numbers_at_256_bits(tmp_path):
-    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks:
-    the same numbers."""
+    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks
+    (and transposes tiles in 8 x 8 blocks): the same numbers."""
     code = ("import sys; sys.argv = ['x']; import test_simd as t; "
             "t.test_top2(__import__('numpy').float32); t.test_chan_stats_and_ss(); "
-            "t.test_flush_and_tree_sum(); print('OK')")
+            "t.test_flush_and_tree_sum(); "
+            "t.test_tile_sums_per_lane(__import__('numpy').float32, 17); print('OK')")
     env = subprocess_env(FASTSOFTMAX_VECTOR_WIDTH="256", NUMBA_CACHE_DIR=str(tmp_path))
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=600)
     assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------
+# the tile path of the row kernel: 16 rows, one per lane
+
+@njit
+def _tile(x, r0, k):
+    n = x.shape[1]
+    tb = np.empty((n, 16), dtype=x.dtype)
+    tm = np.empty((2, 16), dtype=x.dtype)
+    td = np.empty((4, 16))
+    tile_load(x, r0, k, n, tb)
+    tile_sums(tb, n, tm, td)
+    return tb, tm, td
+
+
+def _sums_ref(row):
+    """(m1, m2, R + 1, E2 + 1, E3 + 1, V) in float64 from the definitions."""
+    row = row.astype(np.float64)
+    s = np.sort(row)[::-1]
+    m1, m2 = s[0], (s[1] if row.size > 1 else -np.inf)
+    ref = m2 if m2 > -np.inf else m1
+    with np.errstate(invalid="ignore"):
+        d = np.minimum(row - ref, 0.0)
+    e = np.where(d >= (-29.0 if row.dtype == np.float32 else -236.0), np.exp(d), 0.0)
+    return m1, m2, e.sum(), (e * e).sum(), (e ** 3).sum(), -(e * np.where(e > 0, d, 0)).sum()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 2, 15, 16, 17, 64, 100, 256])
+def test_tile_sums_per_lane(dt, n):
+    """Each lane holds one row: exact top two, sums within the lane partials'
+    rounding of the float64 definitions, and the same bits for a row
+    whichever lane (and tile, and tail) it lands in."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((37, n)) * 4).astype(dt)
+    if n > 3:
+        x[2, 1] = -np.inf                     # a mask
+        x[4, :] = 1.5                         # ties
+        x[6, :] = -np.inf
+        x[6, 0] = 0.0                         # a single finite logit
+        x[8, :] *= 300                        # saturated
+    tb, tm, td = _tile(x, 0, 16)
+    assert np.array_equal(tb, x[:16].T)
+    rtol = 1e-6 if dt == np.float32 else 1e-14
+    for l in range(16):
+        m1, m2, r, e2, e3, v = _sums_ref(x[l])
+        assert tm[0, l] == m1 and (tm[1, l] == m2 or n == 1)
+        np.testing.assert_allclose(td[:3, l], [r, e2, e3], rtol=rtol)
+        np.testing.assert_allclose(td[3, l], v, rtol=rtol, atol=1e-12)
+    # the same rows at other lanes (shifted start, a short tail tile)
+    for r0, k in ((5, 16), (30, 7)):
+        _, tm2, td2 = _tile(x, r0, k)
+        _, tm1, td1 = _tile(x[r0:r0 + k].copy(), 0, k)
+        for l in range(k):
+            row = r0 + l
+            tile, lane = divmod(row, 16)
+            _, tma, tda = _tile(x, tile * 16, min(16, 37 - tile * 16))
+            assert np.array_equal(td2[:, l], tda[:, lane]) and np.array_equal(td2[:, l], td1[:, l])
+            assert np.array_equal(tm2[:, l], tma[:, lane])

@@ -60,12 +60,30 @@ float32 (2e-5) and float64 (1e-12) accuracy targets for any realistic n.
 
 Summation order
 ---------------
-On the CPU every sum is over 16 explicit lanes (element i in lane i % 16;
-float32 lane partials are flushed into float64 lanes every 16 tiles of 16,
-the lanes are summed by a fixed tree: ``_simd``) and compiled without
-``reassoc``: the bits are the same on every CPU.  Other targets (CUDA) use
-the plain per-element loops below (``row_top2``, ``row_sums``); they agree
-to rounding.
+Every order below is fixed by the code (compiled without ``reassoc``) and is
+a function of n and the dtype only, never of the CPU, the vector width, the
+threads or the chunking: the bits are the same everywhere.
+
+* Short rows on the CPU's tile path (``_config.TILE_MAX_N``: n <= 256 where
+  it is switched on, ``FASTSOFTMAX_TILE=1``; off by default): a tile of G = 16
+  consecutive rows is transposed (``tile_load``) so that row l of the tile
+  is lane l; the top two and the four sums are vertical operations
+  (``tile_sums``), no lane ever meets another.  Each row's terms are added
+  in the row's order, e_0 first, into a partial of the row's dtype that is
+  flushed into a float64 sum every FLUSH_TILES = 16 elements:
+  S = fl64(...(fl64(P_0) + fl64(P_1)) + ...), P_b the float32 (or float64)
+  serial sum of elements 16 b .. 16 b + 15.  The other rows of the tile and
+  the lane a row lands in change nothing.  ``observables`` uses the same
+  path, so its per-row numbers are the ones ``summarize`` reduces.
+* Every other row on the CPU: every sum is over 16 explicit lanes (element i in
+  lane i % 16; float32 lane partials are flushed into float64 lanes every
+  16 tiles of 16, the lanes are summed by a fixed tree: ``_simd``).
+* Other targets (CUDA) use the plain per-element loops below
+  (``row_top2``, ``row_sums``); they agree to rounding.
+
+In both CPU orders a float32 partial takes at most 16 terms in (0, 1]
+before its flush: relative error <= 15 * 2**-24 ~ 9e-7 per partial, far
+inside the float32 accuracy target (2e-5).
 """
 import math
 
@@ -299,6 +317,82 @@ def _row_sums_ahead(x, n, m2, ahead, pf):
 
 
 _targets(row_sums, _row_sums_cpu, forceinline=True, error_model="numpy")
+
+
+# ---------------------------------------------------------------------------
+# short rows: a tile of G rows, one row per lane (module docstring, "Short rows")
+
+@hot
+def tile_load(x, r0, k, n, tb):
+    """tb[j, l] = x[r0 + l, j] for the k <= G rows r0 .. r0 + k - 1 of the
+    C 2-D array x (j < n); lanes l >= k repeat row r0 + k - 1 (computed,
+    never read).  ``_simd.tile_transpose``: shuffles, a copy."""
+    _simd.tile_transpose(x, r0, k, n, tb)
+
+
+_TILE_P = _simd.stack_array_like(4, G)
+_TILE_REF = _simd.stack_array_like(2, G)
+
+
+@hot
+def tile_sums(tb, n, M, D):
+    """The top two (M[0, l], M[1, l]) and the float64 sums D[0:4, l] = (R + 1,
+    E2 + 1, E3 + 1, V) of the row in lane l of tb[:n, :G]: every operation
+    is vertical (lane l only ever meets lane l), the row's elements in order.
+
+    Top two: the update of ``_simd.top2`` (exact in any order).  Sums: the
+    terms of ``row_sums``, added in the row's order into lane partials of
+    the dtype of tb, flushed into the float64 lanes D every FLUSH_TILES
+    elements (at most 16 float32 additions a partial, the bound of the
+    row-at-a-time path).  A row whose m1 is +-inf or NaN gets meaningless
+    sums (``row_stats_from`` marks it bad); a single finite logit is
+    summed relative to m1, as ``row_stats`` does."""
+    vector_width()
+    P = _TILE_P(tb)
+    Q = _TILE_REF(tb)
+    zero = like(tb, 0.0)
+    ninf = like(tb, -np.inf)
+    floor = exp_floor(tb)
+    _simd.tile_top2(tb, n, M)
+    for l in range(G):
+        m1 = M[0, l]
+        m2 = M[1, l]
+        ref = m2 if m2 > ninf else m1
+        Q[0, l] = ref
+        Q[1, l] = ref + floor
+    for c in range(4):
+        for l in range(G):
+            P[c, l] = 0
+            D[c, l] = 0.0
+    j0 = 0
+    while j0 < n:
+        j1 = min(j0 + FLUSH_TILES, n)
+        for j in range(j0, j1):
+            for l in range(G):
+                xi = tb[j, l]
+                d = xi - Q[0, l]
+                d = zero if d > zero else d
+                d = floor if d < floor else d
+                e = vexp_normal(d)
+                e = zero if xi < Q[1, l] else e
+                e2 = e * e
+                P[0, l] += e
+                P[1, l] += e2
+                P[2, l] += e2 * e
+                P[3, l] -= e * d
+        _simd.flush(P, D, 4)
+        j0 = j1
+
+
+@hot
+def tile_row_stats(x, n, M, D, l, ymode, y, u):
+    """``row_stats`` of row x, summed in lane l of a tile (``tile_sums``)."""
+    m1 = M[0, l]
+    m2 = M[1, l]
+    if not (m1 < np.inf) or m1 == -np.inf:
+        return row_stats_from(x, n, m1, m2, 1.0, 1.0, 1.0, 0.0, ymode, y, u)
+    return row_stats_from(x, n, m1, m2, D[0, l] - 1.0, D[1, l] - 1.0, D[2, l] - 1.0,
+                          D[3, l], ymode, y, u)
 
 
 @strict

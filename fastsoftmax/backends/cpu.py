@@ -28,6 +28,7 @@ from typing import Any
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.extending import register_jitable
 
 from .. import _config
 from .._config import FASTMATH
@@ -36,10 +37,11 @@ from .._kernels.gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
                        generated_row_error)
 from .._kernels.row import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
-                     row_log_softmax, row_softmax, row_stats, row_stats_into,
-                     row_stats_into_ahead, row_target)
+                            row_log_softmax, row_softmax, row_stats, row_stats_into,
+                            row_stats_into_ahead, row_target, store_stats, tile_load,
+                            tile_row_stats, tile_sums)
 from .._kernels.rng import STREAM_LOGITS, fill_normals_rows
-from .._kernels.simd import row_view, vector_width
+from .._kernels.simd import G, row_view, vector_width
 from .._util import numba_threads
 from .._kernels.sketch import SCRATCH_MAX_COUNT, flush_scratch, new_scratch as new_sketch_scratch
 from ..accumulate import NCH, Accumulator, block_reduce
@@ -66,6 +68,7 @@ def _source_key():
                     h.update(f.read())
     # the vector-width knob changes the machine code, not the sources
     h.update(str(KERNEL_VECTOR_WIDTH).encode())
+    h.update(str(_config.TILE_MAX_N).encode())
     return int(h.hexdigest()[:15], 16)
 
 
@@ -73,6 +76,19 @@ def _source_key():
 # n = 64 +18%; n = 1024 -11%, where the per-row setup is negligible and the
 # flat loop's index arithmetic is not)
 FLAT_GEN_MAX_N = 256
+# rows up to this length go through the tile path (16 rows, one per lane);
+# generated ones are drawn a block at a time into the block buffer
+TILE_MAX_N = min(_config.TILE_MAX_N, FLAT_GEN_MAX_N)
+
+
+@register_jitable(forceinline=True)
+def _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r):
+    lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
+    for k in range(NOBS):
+        lk = np.nan if bad else lam[k]
+        out[k, r] = obs_value(lk)
+        out[NOBS + k, r] = obs_log10(lk)
+    status[r] = 1 if bad else 0
 
 
 def _build(source_key):
@@ -81,7 +97,8 @@ def _build(source_key):
     @njit(parallel=True, **jit)
     def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, gblk,
                       thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
-                      sk_carry, sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad):
+                      sk_carry, sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad, tb_s, tm_s,
+                      td_s):
         """Summarise ``nrows`` rows in blocks of ``brows``, ``gblk`` blocks
         (a group) at a time.
 
@@ -90,7 +107,9 @@ def _build(source_key):
         3: uniform label; 4: sampled from softmax(x).
         Outputs: mom[b] per block (chunk-local b); running per-thread
         accumulators (first axis = thread); nbad/firstbad per thread (row
-        index within the chunk).  A group's rows are wrapped up together
+        index within the chunk).  Rows of length n <= TILE_MAX_N go 16 at a
+        time through the tile path (``tile_load``, ``tile_sums``: one row
+        per lane; tb_s, tm_s, td_s its per-thread scratch).  A group's rows are wrapped up together
         (``block_logobs``, ``block_reduce``); each block keeps its moments, so
         the grouping and the threads change no bit.
         """
@@ -99,12 +118,16 @@ def _build(source_key):
         nblk = (nrows + brows - 1) // brows
         ngrp = (nblk + gblk - 1) // gblk
         flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
+        tiled = n <= TILE_MAX_N
         for t in prange(nth):
             vector_width()
             lam = lam_s[t]
             st = st_s[t]
             buf = buf_s[t]
             qbuf = q_s[t]
+            tb = tb_s[t]
+            tm = tm_s[t]
+            td = td_s[t]
             for g in range(t, ngrp, nth):
                 b0 = g * gblk
                 g0 = b0 * brows
@@ -112,6 +135,35 @@ def _build(source_key):
                 for b in range(b0, min(b0 + gblk, nblk)):
                     r0 = b * brows
                     nr = min(brows, nrows - r0)
+                    if tiled:
+                        # short rows: 16 at a time, one per lane
+                        if flat:
+                            fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
+                                              params[0], params[1])
+                        elif gen != GEN_ROWS:
+                            for i in range(nr):
+                                model_row(gen, params, seed, row0 + r0 + i, n,
+                                          row_view(buf, i), qbuf)
+                        src = x if gen == GEN_ROWS else buf
+                        s0 = r0 if gen == GEN_ROWS else 0
+                        for i0 in range(0, nr, G):
+                            k = min(G, nr - i0)
+                            tile_load(src, s0 + i0, k, n, tb)
+                            tile_sums(tb, n, tm, td)
+                            for l in range(k):
+                                r = r0 + i0 + l
+                                grow = row0 + r
+                                xr = row_view(src, s0 + i0 + l)
+                                mode, y, u = row_target(ymode, yfix, labels, r, seed, grow, n)
+                                m1, m2, rr, e2, e3, v, y_top, xy, ey, isbad = tile_row_stats(
+                                    xr, n, tm, td, l, mode, y, u)
+                                store_stats(st, r - g0, m1, m2, rr, e2, e3, v, y_top, xy, ey,
+                                            isbad)
+                                if isbad:
+                                    nbad[t] += 1
+                                    if firstbad[t] < 0 or r < firstbad[t]:
+                                        firstbad[t] = r
+                        continue
                     if flat:
                         # short rows: the whole block's rows in one loop (the
                         # RNG loop's setup once per block, not per row)
@@ -147,19 +199,32 @@ def _build(source_key):
 
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
-        """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r])."""
+        """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r]); rows of
+        length n <= TILE_MAX_N by the tile path (the numbers summarize uses)."""
         source_key  # noqa: B018
         nrows, n = x.shape
+        if n <= TILE_MAX_N:
+            for i in prange((nrows + G - 1) // G):
+                vector_width()
+                tb = np.empty((n, G), dtype=x.dtype)
+                tm = np.empty((2, G), dtype=x.dtype)
+                td = np.empty((4, G))
+                r0 = i * G
+                k = min(G, nrows - r0)
+                tile_load(x, r0, k, n, tb)
+                tile_sums(tb, n, tm, td)
+                for l in range(k):
+                    r = r0 + l
+                    mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
+                    m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = tile_row_stats(
+                        row_view(x, r), n, tm, td, l, mode, y, u)
+                    _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r)
+            return
         for r in prange(nrows):
             vector_width()
             mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
             m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(row_view(x, r), n, mode, y, u)
-            lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
-            for k in range(NOBS):
-                lk = np.nan if bad else lam[k]
-                out[k, r] = obs_value(lk)
-                out[NOBS + k, r] = obs_log10(lk)
-            status[r] = 1 if bad else 0
+            _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r)
 
     @njit(parallel=True, **jit)
     def softmax_rows(x, out, log, status):
@@ -225,7 +290,7 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None):
+def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None, n=1):
     """Per-thread scratch and accumulators for ``observe_chunk``: reused
     from the last call with the same shapes (the accumulators reset), the
     sketch counts from the last call of the dtype (clean: every call
@@ -237,7 +302,8 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None):
     if skey not in cache:
         cache[skey] = new_sketch_scratch(nth, NOBS, dtype)
     grows = brows if grows is None else grows
-    key = (nth, brows, grows, dtype.str, buf_len, q_len, nt)
+    buf_len_tile = n if n <= TILE_MAX_N else 1
+    key = (nth, brows, grows, dtype.str, buf_len, q_len, nt, buf_len_tile)
     sc = cache.get(key)
     if sc is None:
         for k in [k for k in cache if k[0] != "sketch"]:
@@ -257,6 +323,10 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None):
             below=np.empty((nth, NOBS, nt), dtype=np.int64),
             nbad=np.empty(nth, dtype=np.int64),
             firstbad=np.empty(nth, dtype=np.int64),
+            # the tile path: a tile of rows transposed, its top two and sums
+            tb_s=np.zeros((nth, buf_len_tile, G), dtype=dtype),
+            tm_s=np.zeros((nth, 2, G), dtype=dtype),
+            td_s=np.zeros((nth, 4, G)),
         )
     sc["vmin"].fill(np.inf)
     sc["vmax"].fill(-np.inf)
@@ -330,7 +400,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     labels = target.labels if target is not None and tmode == TARGET_LABELS else None
     # groups of blocks wrapped up at once, at least two a thread in a chunk
     gblk = max(1, min(_config.group_blocks(n), step // brows // (2 * nth)))
-    sc = scratch(brows, nth, thr, cdt, buf_len, q_len, gblk * brows)
+    sc = scratch(brows, nth, thr, cdt, buf_len, q_len, gblk * brows, n)
     sk = sc["sketch"]
     gb0 = row0 // brows
     acc = Accumulator(thr, block0=gb0)
@@ -351,7 +421,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                               tmode, yfix, brows, gblk, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
                               sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
                               sc["nonf"], sc["below"], sk["counts"], sk["carry"], sk["lo"], sk["hi"],
-                              sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"])
+                              sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"], sc["tb_s"],
+                              sc["tm_s"], sc["td_s"])
                 # the sketch's counts are handed over once a call, or before
                 # a bucket could hold more than SCRATCH_MAX_COUNT rows
                 counted += r1 - r0
