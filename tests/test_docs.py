@@ -31,6 +31,8 @@ PUBLIC_MODULES = [
     "fastsoftmax.verify",
     "fastsoftmax.torch",
     "fastsoftmax.theory",
+    "fastsoftmax.audits",
+    "fastsoftmax.testing",
 ]
 
 # numpydoc checks every public name must pass, and why these:
