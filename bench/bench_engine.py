@@ -70,7 +70,7 @@ def test_summary_size_of_verify_points(benchmark, name, model, target):
                            kwargs=dict(seed=0, target=target), rounds=1, iterations=1)
     mem, pick, js = s._acc.nbytes(), len(pickle.dumps(s)), len(s.to_json())
     print(f"\n{name}: in memory {mem / 1e3:.0f} kB, pickled {pick / 1e3:.0f} kB, "
-          f"JSON {js / 1e3:.0f} kB (0.1.0: 5,500 kB)")
+          f"JSON {js / 1e3:.0f} kB")
     record("summary size (kB) of verify points", name, mem / 1e3, 1.0, unit="kB")
 
 

@@ -6,8 +6,7 @@ fill_normals (Philox4x32-10 + Box--Muller, vectorized) inside an
 ``njit(parallel=True)`` prange over rows, float32 and float64, n = 64 and
 n = 1024, against ``np.random.default_rng().standard_normal(dtype=float32)``
 (one thread) in the same run.  A table of normals/s and ratios is printed at
-the end.  PERF-NOTES' bar: ~0.9e9 normals/s on 2 threads, float32 (1.2e9 with
-512-bit vectors: NUMBA_CPU_FEATURES=<host features>,-prefer-256-bit).
+the end.  Wider vectors: NUMBA_CPU_FEATURES=<host features>,-prefer-256-bit.
 """
 import os
 

@@ -1,7 +1,7 @@
 """Throughput of the vectorizable elementary functions (pytest-benchmark).
 
 Run:   python -m pytest bench/bench_vmath.py --benchmark-only -q
-Wider vectors (PERF-NOTES): prefix the command with
+Wider vectors: prefix the command with
     NUMBA_CPU_FEATURES="$(python -c 'import llvmlite.binding as l; \
 print(l.get_host_cpu_features().flatten())'),-prefer-256-bit"
 

@@ -243,7 +243,7 @@ def test_summarize_matches_numpy(client, rows, chunks):
 
 def test_accumulators_travel_small():
     """What a task ships back: the accumulator, whose sketch holds only the
-    buckets touched (0.1.0 shipped a 5.5 MB dense sketch, packed by hand)."""
+    buckets touched, not a dense array over every bucket of the range."""
     x = make_x(shape=(2000, 9))
     acc = fs.summarize(x)._acc
     assert len(pickle.dumps(acc)) < 100_000

@@ -1,4 +1,4 @@
-"""The sketch without a floor and the moment tree (engine v2, points 1-2).
+"""The sketch without a floor and the moment tree.
 
 * Quantiles at any depth against the exact order statistics of
   ``observables`` (the same rank, floor(q (N - 1))): log10 within 0.005 for
@@ -59,9 +59,9 @@ def test_log10_quantiles_at_any_depth(dtype, scale):
         assert np.all(err <= log10_tolerance(ex[fin])), (name, scale, err.max())
 
 
-def test_depth_of_the_issue_example():
+def test_depth_of_a_saturated_example():
     """N(0, 3000^2) logits, n = 64: the median log10 jac_diag_max is about -369;
-    0.1.0's sketch (floor at -350) gave a median value of 0."""
+    a sketch with a floor (at -350, say) would give a median value of 0."""
     x = saturated(3000, 64, 3000.0, np.float64, seed=1)
     s = fs.summarize(x)
     ex = exact_quantiles(fs.observables(x)["log10_jac_diag_max"], np.array([0.5]))[0]

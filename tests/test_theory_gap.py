@@ -90,7 +90,7 @@ def test_gap_quantile_inverts_the_cdf():
 
 
 def test_anchor_median_gap():
-    """The issue: median(G_1) = 0.2821 for n = 64 by quadrature."""
+    """A published anchor: median(G_1) = 0.2821 for n = 64 by quadrature."""
     assert round(float(Law.gaussian(64).gap.median()), 4) == 0.2821
     assert Law.gaussian(1).gap.median() == np.inf      # one logit: no second one
 
@@ -160,7 +160,7 @@ def test_gap_law_against_numpy_sample(n, rows):
 
 
 def test_anchor_numpy_median():
-    """The issue: a 200,000-row NumPy simulation gives 0.2820 at n = 64; the
+    """An independent anchor: a 200,000-row NumPy simulation gives 0.2820 at n = 64; the
     sample median is within its order-statistic error of the law's."""
     gaps = numpy_gaps(64, 200_000, seed=7)
     lo, hi = np.quantile(gaps, [0.5 - 4 * math.sqrt(0.25 / 200_000),
