@@ -162,7 +162,7 @@ def _resolve(dotted):
 # --------------------------------------------------------------------------
 # __all__
 
-# the names the architecture issue calls public, per module
+# the names each module must make public
 REQUIRED = {
     "fastsoftmax": ["softmax", "log_softmax", "observables", "summarize", "simulate",
                     "Summary", "Stat", "ApproximationWarning", "OBS_NAMES"],
