@@ -19,7 +19,7 @@ DPS = 40
 
 def make_rows(n, kind, dtype):
     rng = np.random.default_rng(n * 7 + KINDS.index(kind))
-    rows = 1 if n > 1024 else 2
+    rows = 2 if n < 255 else 1
     z = rng.standard_normal((rows, n))
     if kind == "gauss":
         x = z

@@ -103,15 +103,17 @@ def describe(z: float = Z, margin: float = MARGIN) -> str:
     Examples
     --------
     >>> from fastsoftmax.verify.criteria import describe
-    >>> describe().split(":")[0]
-    'HOLDS when the whole interval of the measurement, 4 standard errors each side (Wilson\'s for a fraction)'
+    >>> describe()[:72]
+    'HOLDS when the whole interval of the measurement (4 standard errors each'
+    >>> "at most 0.5 of the distance" in describe(margin=0.5)
+    True
     """
-    return (f"HOLDS when the whole interval of the measurement, {z:g} standard errors each "
-            f"side (Wilson's for a fraction): lies inside the band the claim states (a "
-            f"prediction and its stated accuracy, exact bounds, a bound, an equivalence "
-            f"margin; for a difference +/- {z:g} (SE_a + SE_b)); FAILS when it lies wholly "
-            f"outside; INCONCLUSIVE otherwise, with the rows per point at which {z:g} "
-            f"standard errors take at most {margin:g} of the distance to the band's edge")
+    return (f"HOLDS when the whole interval of the measurement ({z:g} standard errors each "
+            f"side, Wilson's for a fraction, +/- {z:g} (SE_a + SE_b) for a difference) lies "
+            f"inside the band the claim states (a prediction and its stated accuracy, exact "
+            f"bounds, a bound, an equivalence margin); FAILS when it lies wholly outside; "
+            f"INCONCLUSIVE otherwise, with the rows per point at which {z:g} standard errors "
+            f"take at most {margin:g} of the distance to the band's edge")
 
 
 def _v(holds: bool, fails: bool) -> str:
@@ -158,7 +160,7 @@ def rows_to_resolve(decide: Callable[..., tuple[bool, bool]], ests: Sequence[Est
     --------
     >>> from fastsoftmax.verify.criteria import est_fraction, rows_to_resolve
     >>> n = rows_to_resolve(lambda e: (e.hi < 1e-3, e.lo >= 1e-3), [est_fraction(0.0, 2000)])
-    >>> 21_000 < n < 22_000                      # (4 / 0.75)^2 / 1e-3 + 1
+    >>> 28_000 < n < 29_000                      # Wilson at p = 0: (4 / 0.75)^2 / 1e-3
     True
     """
     rows = max((e.rows for e in ests if e.kind != "exact"), default=0)
