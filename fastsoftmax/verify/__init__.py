@@ -20,18 +20,22 @@ a fraction, the binomial sqrt(p(1-p)/N) (Wilson bounds).  A difference
 between two points is judged against Z (SE_a + SE_b), valid whatever the
 correlation that common random numbers introduce.
 
-Verdicts: "holds" when every condition is met beyond Z = 4 standard errors,
-"fails" when one is contradicted beyond 4 standard errors, "inconclusive"
-otherwise (more samples would decide).
+Verdicts, one rule (:func:`fastsoftmax.verify.criteria.describe`): "holds"
+when the whole Z = 4 standard-error interval of every measurement lies inside
+the band its claim states, "fails" when one lies wholly outside,
+"inconclusive" otherwise, with the rows per point that would settle it.  A
+run without ``samples`` plans them: 500,000 rows per point, and at the points
+the laws' claims judge the rows their stated accuracy needs
+(:attr:`Experiment.rows_per_point`).
 
 The package, top down: this module plans and runs the experiments
 (:func:`prepare`, :func:`run`); :mod:`.report` (the text report) and
 :mod:`.outputs` (the files of ``--out``); :mod:`.paper` (the registry
 :data:`CLAIMS`: one :class:`ClaimSpec` per claim); :mod:`.registry` (how a
-claim is declared and judged), :mod:`.judges` (the claims' judges) and
-:mod:`.predict` (the laws' predictions); :mod:`.criteria` (generic criteria
--> :class:`Check`); :mod:`.stats` (estimates, :class:`Est`);
-:mod:`.constants` (the grids and settings).
+claim is declared and judged), ``_judges`` (the paper's judges, private) and
+:mod:`.predict` (the laws' predictions, the planned rows); the public
+:mod:`fastsoftmax.verify.criteria` (the rule, the criteria -> ``Check``, and
+the estimates of :mod:`.stats`); :mod:`.constants` (the grids and settings).
 
 >>> from fastsoftmax import verify
 >>> verify.prepare(samples=1000).points                 # validated, nothing run yet
@@ -673,9 +677,10 @@ def run(samples: int | None = None, seed: int = 0, backend: str = "auto", out: A
 
     The claims of the module docstring, measured: 68 points of the
     DotProduct, Shifted and Gaussian models with one seed, and a verdict
-    per claim of :data:`CLAIMS` computed by its judge
-    (holds beyond 4 standard errors, fails if contradicted beyond 4,
-    inconclusive otherwise); the law's claims against the saturation law of
+    per claim of :data:`CLAIMS` computed by its judge (holds when every
+    measurement's 4-SE interval lies inside the band its claim states, fails
+    when one lies wholly outside, inconclusive otherwise, with the rows that
+    would settle it); the law's claims against the saturation law of
     :mod:`fastsoftmax.theory` (needs SciPy), within its stated accuracy.
 
     Parameters

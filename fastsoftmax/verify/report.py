@@ -2,7 +2,7 @@
 import math
 
 from .constants import CONTEXT_D_K, D_K, LEVEL, N, TARGETS
-from .criteria import HOLDS, INCONCLUSIVE, MARGIN, Z, describe
+from .criteria import FAILS, HOLDS, INCONCLUSIVE, MARGIN, Z, _rows_text, describe
 from .paper import ContextPrediction, DkPredictions
 from .registry import Evidence
 
@@ -82,12 +82,15 @@ def format_report(res, width=100):
                  + "):", width)
     lines.extend(rule)
     for i, c in enumerate(res.claims, 1):
-        bad = list(dict.fromkeys(f"{ch.text} ({ch.verdict})" for ch in c.checks
-                                 if ch.verdict != HOLDS))
+        # the failures first, then the undecided checks that need the most rows
+        worst = sorted((ch for ch in c.checks if ch.verdict != HOLDS),
+                       key=lambda ch: (ch.verdict != FAILS, -(ch.rows_needed or 0)))
+        bad = list(dict.fromkeys(f"{ch.text} ({ch.verdict})" for ch in worst))
         txt = f"{i}. {c.criterion}" + (f" [not met: {'; '.join(bad[:3])}]" if bad else "")
         if c.verdict == INCONCLUSIVE:
             need = c.rows_needed
-            txt += (f" Needs about {need:,} rows per point (--samples {need})." if need else
+            txt += (f" Needs about {_rows_text(need)} rows per point (--samples {need})."
+                    if need else
                     " No row count alone settles it.")
         wrapped = _wrap(txt, width - 2)
         lines.extend(["  " + wrapped[0]] + ["     " + w for w in wrapped[1:]])

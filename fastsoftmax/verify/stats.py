@@ -293,7 +293,7 @@ def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
     return Est(value, se, lo, hi, int(n), "quantile")
 
 
-def est_fraction(p: float, n: int, z: float = Z) -> Est:
+def est_fraction(p: float, n: float, z: float = Z) -> Est:
     r"""A fraction p of n rows: binomial standard error and Wilson score bounds.
 
     .. math::
@@ -307,8 +307,8 @@ def est_fraction(p: float, n: int, z: float = Z) -> Est:
     ----------
     p : float
         The observed fraction.
-    n : int
-        The number of rows (> 0).
+    n : float
+        The number of rows (> 0; a projected count may be fractional).
     z : float, default 4.0
         Standard errors to the bounds.
 
