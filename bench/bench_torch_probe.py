@@ -1,5 +1,6 @@
 """AttentionProbe overhead: a forward pass with the probe (the full mode and
-the light mode, statistics="max_logit") against the same pass without, on the
+the light mode, statistics="max_logit") against the same pass without, timed
+alternately (paired rounds, the median of the rounds' ratios), on the
 example's model and on a GPT-2-sized layer (d_model 768, 12 heads of 64,
 causal SDPA, sequence 1024, batch 1 and 4); then a profile of the probed pass:
 fastsoftmax's summaries, the logits (float64 in the full mode, the model's
@@ -11,6 +12,7 @@ torch-function mode, hooks).  It prints the CPU model and the load average.
 import os
 import sys
 import time
+from statistics import median
 
 import pytest
 
@@ -73,22 +75,43 @@ def forward(model, x, probe):
             return model(x)
 
 
+ROUNDS = 9
+
+
 @pytest.mark.parametrize("statistics", ["full", "max_logit"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_forward_overhead(benchmark, case, statistics):
-    """The probed forward (benchmarked) and the plain one (best of 5: on a
-    shared machine the minimum estimates the cost, the median the load)."""
+    """The probed forward against the plain one, timed alternately: each round
+    runs both (the order flipped every round, so that neither always runs
+    first), and the overhead is the median over rounds of each round's ratio
+    (paired: a load that comes and goes slows both of a round alike)."""
     model, x = built(case)
     probe = AttentionProbe(model, statistics=statistics)
     forward(model, x, probe)                             # warm-up (and compilation)
     forward(model, x, None)
-    plain = _best(lambda: forward(model, x, None), 5)
-    benchmark.pedantic(forward, args=(model, x, probe), rounds=5, iterations=1)
-    sec = benchmark.stats.stats.min
-    record(f"probe overhead ({statistics}): {case}", "fastsoftmax", sec, 1, unit="forwards/s")
+    times: dict[str, list[float]] = {"plain": [], "probe": []}
+    done = [0]
+
+    def one_round():
+        order = [("plain", None), ("probe", probe)]
+        if done[0] % 2:
+            order.reverse()
+        done[0] += 1
+        for key, p in order:
+            t = time.perf_counter()
+            forward(model, x, p)
+            times[key].append(time.perf_counter() - t)
+
+    benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
+    ratios = [a / b for a, b in zip(times["probe"], times["plain"])]
+    with_probe, plain = median(times["probe"]), median(times["plain"])
+    record(f"probe overhead ({statistics}): {case}", "fastsoftmax", with_probe, 1,
+           unit="forwards/s")
     record(f"probe overhead ({statistics}): {case}", "no probe", plain, 1, unit="forwards/s")
-    print(f"\n{case}, statistics={statistics!r}: {sec * 1e3:.0f} ms with the probe, "
-          f"{plain * 1e3:.0f} ms without (best of 5): ratio {sec / plain:.2f}")
+    print(f"\n{case}, statistics={statistics!r}: {with_probe * 1e3:.0f} ms with the probe, "
+          f"{plain * 1e3:.0f} ms without (medians of {ROUNDS} alternating rounds): ratio "
+          f"{median(ratios):.2f} (median of the rounds' ratios; range {min(ratios):.2f} to "
+          f"{max(ratios):.2f})")
 
 
 class PassThrough(TorchFunctionMode):

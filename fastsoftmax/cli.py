@@ -288,7 +288,8 @@ class _NewFolders:
 
 @cli.command()
 @click.option("--samples", type=Count(), default=None,
-              help="Logit vectors per point (default 500,000).")
+              help="Logit vectors per point, everywhere (default: 500,000, and at the laws' "
+                   "points the rows their claims need, planned and printed before running).")
 @click.option("--seed", type=Seed(), default=0, show_default=True,
               help="One seed for every point (common random numbers).")
 @click.option("--backend", type=BACKEND, default="auto", show_default=True)
@@ -311,12 +312,13 @@ def verify(samples, seed, backend, out, as_json, quiet, context):
     judged within the accuracy it states (claims 8 and 9).
     """
     from . import verify as vmod
-    samples = vmod.DEFAULT_SAMPLES if samples is None else samples
     if out is not None and os.path.exists(out) and not os.path.isdir(out):
         _fail(f"--out {out}: exists and is not a directory")
     _user_call(_require_module, "scipy", "verify (the laws of fastsoftmax.theory)", "theory")
     exp = _user_call(vmod.prepare, samples=samples, seed=seed, backend=backend, out=out,
                      context=context)
+    if not quiet:
+        click.echo(exp.describe_plan(), err=True)
     res = exp.run(progress=not quiet)
     if as_json:
         click.echo(res.to_json())

@@ -1,12 +1,20 @@
-"""The same bits on every x86 CPU.
+"""The same bits on every x86 CPU with FMA, whatever its vector width.
 
 Each child interpreter compiles the kernels cold (its own NUMBA_CACHE_DIR) for
-one CPU target -- the host's (AVX-512 on the CI machines) and
-NUMBA_CPU_NAME=haswell with NUMBA_CPU_FEATURES="" (AVX2: 256-bit vectors, no
-AVX-512; NUMBA_CPU_NAME alone keeps the host's features) -- and prints the
-JSON of a set of Summaries: summarize float32/float64 at n = 64 and 1024 with
--inf masks, ties and a single finite logit, simulate Gaussian and DotProduct
-(unscaled d_k = 4096: saturated rows).  The JSON must be identical.
+one CPU target and prints the JSON of a set of Summaries: summarize
+float32/float64 at n = 64 and 1024 with -inf masks, ties and a single finite
+logit, simulate Gaussian and DotProduct (unscaled d_k = 4096: saturated rows).
+The JSON must be identical across the targets, which always include two
+vector widths with FMA that any AVX2 host runs:
+
+* 256-bit: ``NUMBA_CPU_NAME=haswell`` with ``NUMBA_CPU_FEATURES=""`` (AVX2 and
+  FMA, no AVX-512; NUMBA_CPU_NAME alone keeps the host's features);
+* 128-bit: the same with LLVM's ``+prefer-128-bit`` (its vectorizers then
+  prefer xmm registers);
+
+and, on a host with AVX-512, the host's own build (512-bit).  Each child
+also counts the xmm/ymm/zmm registers in the assembly of the kernels it
+compiled and can inspect (``pytest -s`` prints them with the targets).
 
 The summation order is fixed by the code (16 lanes, fixed trees, no
 ``reassoc``), so the vector width the compiler picks cannot change it.
@@ -47,6 +55,17 @@ CHILD = textwrap.dedent("""
     out["dotproduct d_k=4096"] = fs.simulate(DotProduct(n=64, d_k=4096, scaled=False), 20000,
                                              seed=4, target="random",
                                              backend="cpu").to_json()
+    # the registers of every compiled kernel: which vector widths the build used
+    import re, importlib, pkgutil, numba, fastsoftmax._kernels as K
+    regs = {"xmm": 0, "ymm": 0, "zmm": 0}
+    for m in pkgutil.iter_modules(K.__path__):
+        mod = importlib.import_module(f"fastsoftmax._kernels.{m.name}")
+        for f in vars(mod).values():
+            if isinstance(f, numba.core.registry.CPUDispatcher) and f.signatures:
+                for asm in f.inspect_asm().values():
+                    for r in regs:
+                        regs[r] += len(re.findall(r"%" + r + r"\\d", asm))
+    print("REGS " + json.dumps(regs))
     print("RESULT " + json.dumps(out))
 """)
 
@@ -60,19 +79,38 @@ def _start(tmp_path, name, **env):
 
 
 def _result(p):
-    out, err = p.communicate(timeout=900)
+    out, err = p.communicate(timeout=1500)
     lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
-    assert p.returncode == 0 and lines, err[-4000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    regs = [ln for ln in out.splitlines() if ln.startswith("REGS ")]
+    assert p.returncode == 0 and lines and regs, err[-4000:]
+    return json.loads(lines[-1][len("RESULT "):]), json.loads(regs[-1][len("REGS "):])
 
 
-def test_same_bits_host_and_haswell(tmp_path):
-    # the two cold compilations run side by side (one core each)
-    children = [_start(tmp_path, "host"),
-                _start(tmp_path, "haswell", NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")]
-    host, avx2 = (_result(p) for p in children)
-    assert host.keys() == avx2.keys()
-    diff = [k for k in host if host[k] != avx2[k]]
-    assert not diff, f"different bits for: {diff}"
+def _host_has_avx512():
+    import llvmlite.binding as ll
+    return ll.get_host_cpu_features().get("avx512f", False)
+
+
+def test_same_bits_across_vector_widths(tmp_path):
+    targets = {
+        "256-bit (haswell: AVX2, FMA)": dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=""),
+        "128-bit (haswell, +prefer-128-bit)": dict(NUMBA_CPU_NAME="haswell",
+                                                   NUMBA_CPU_FEATURES="+prefer-128-bit"),
+    }
+    if _host_has_avx512():
+        targets["512-bit (the host: AVX-512)"] = {}
+    # the cold compilations run side by side
+    children = {name: _start(tmp_path, f"t{i}", **env)
+                for i, (name, env) in enumerate(targets.items())}
+    got = {name: _result(p) for name, p in children.items()}
+    print("compared: " + "; ".join(f"{name} (registers used: {regs})"
+                                     for name, (_, regs) in got.items()))
+    (ref_name, (ref, _)), *rest = got.items()
+    for name, (res, _) in rest:
+        assert res.keys() == ref.keys()
+        diff = [k for k in ref if ref[k] != res[k]]
+        assert not diff, f"{name} and {ref_name}: different bits for {diff}"
+    # the haswell builds never use AVX-512 registers
+    assert all(got[name][1]["zmm"] == 0 for name in targets if "haswell" in name)
     # real summaries, not empty ones
-    assert json.loads(host["summarize float32 n=64"])["accumulator"]["count"] == 3000
+    assert json.loads(ref["summarize float32 n=64"])["accumulator"]["count"] == 3000

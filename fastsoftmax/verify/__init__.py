@@ -20,24 +20,29 @@ a fraction, the binomial sqrt(p(1-p)/N) (Wilson bounds).  A difference
 between two points is judged against Z (SE_a + SE_b), valid whatever the
 correlation that common random numbers introduce.
 
-Verdicts: "holds" when every condition is met beyond Z = 4 standard errors,
-"fails" when one is contradicted beyond 4 standard errors, "inconclusive"
-otherwise (more samples would decide).
+Verdicts, one rule (:func:`fastsoftmax.verify.criteria.describe`): "holds"
+when the whole Z = 4 standard-error interval of every measurement lies inside
+the band its claim states, "fails" when one lies wholly outside,
+"inconclusive" otherwise, with the rows per point that would settle it.  A
+run without ``samples`` plans them: 500,000 rows per point, and at the points
+the laws' claims judge the rows their stated accuracy needs
+(:attr:`Experiment.rows_per_point`).
 
 The package, top down: this module plans and runs the experiments
 (:func:`prepare`, :func:`run`); :mod:`.report` (the text report) and
 :mod:`.outputs` (the files of ``--out``); :mod:`.paper` (the registry
 :data:`CLAIMS`: one :class:`ClaimSpec` per claim); :mod:`.registry` (how a
-claim is declared and judged), :mod:`.judges` (the claims' judges) and
-:mod:`.predict` (the laws' predictions); :mod:`.criteria` (generic criteria
--> :class:`Check`); :mod:`.stats` (estimates, :class:`Est`);
-:mod:`.constants` (the grids and settings).
+claim is declared and judged), ``_judges`` (the paper's judges, private) and
+:mod:`.predict` (the laws' predictions, the planned rows); the public
+:mod:`fastsoftmax.verify.criteria` (the rule, the criteria -> ``Check``, and
+the estimates of :mod:`.stats`); :mod:`.constants` (the grids and settings).
 
 >>> from fastsoftmax import verify
 >>> verify.prepare(samples=1000).points                 # validated, nothing run yet
 68
->>> verify.judge_literal(0.222695, 0.222695)[0]
-Check(verdict='holds', text='jac_diag_max 0.222695 > 0.1')
+>>> from fastsoftmax.verify import criteria
+>>> criteria.above(criteria.Est.exact(0.222695), 0.1, "jac_diag_max")
+Check(verdict='holds', text='jac_diag_max 0.223 > 0.1')
 """
 from __future__ import annotations
 
@@ -57,17 +62,12 @@ from .._version import __version__
 from ..sweeps import Plan
 from . import constants
 from . import predict as _predict
+from . import criteria
 from .constants import DEFAULT_SAMPLES
-from .criteria import (FAILS, HOLDS, INCONCLUSIVE, Check, LawPoint, above, all_of, below,
-                       close, crossing, drop, judge_band, judge_law, judge_prediction, near,
-                       ratio_below, same, within_factor)
-from .judges import (judge_ce_right, judge_ce_wrong, judge_critical, judge_flat, judge_literal,
-                     judge_saturation, judge_scale, judge_shift)
 from .outputs import write_outputs
 from .paper import CLAIMS, claim_number
 from .registry import Claim, ClaimSpec, Evidence, judge_claims
 from .report import format_report
-from .stats import Est, est_fraction, est_log10_mean, est_mean, est_quantile, measures
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,22 +76,38 @@ if TYPE_CHECKING:
 
 # (write_outputs and format_report are the implementations of run(out=...) and
 # VerifyResult.report(): importable, not part of the public API; the grids are
-# fastsoftmax.verify.constants.N, ...)
-__all__ = [
-    # running it
-    "run", "prepare", "Experiment", "VerifyResult", "context_rows", "DEFAULT_SAMPLES",
-    # the claims
-    "CLAIMS", "ClaimSpec", "Claim", "Evidence", "judge_claims", "claim_number",
-    # estimates
-    "Est", "est_mean", "est_log10_mean", "est_quantile", "est_fraction", "measures",
-    # criteria
+# fastsoftmax.verify.constants.N, ...; what a claim of one's own needs is the
+# public submodule fastsoftmax.verify.criteria)
+__all__ = ["run", "prepare", "VerifyResult", "CLAIMS", "ClaimSpec", "Claim", "Evidence",
+           "judge_claims"]
+
+# names that left this namespace: the criteria and estimates (now in
+# fastsoftmax.verify.criteria) and the paper's judges (private)
+_MOVED = {name: "criteria" for name in (
     "Check", "LawPoint", "below", "above", "ratio_below", "drop", "within_factor", "close",
     "near", "same", "all_of", "judge_band", "judge_prediction", "judge_law", "crossing",
-    "HOLDS", "FAILS", "INCONCLUSIVE",
-    # the paper's judges
+    "HOLDS", "FAILS", "INCONCLUSIVE", "Est", "est_mean", "est_log10_mean", "est_quantile",
+    "est_fraction", "measures")}
+_MOVED.update({name: "_judges" for name in (
     "judge_saturation", "judge_flat", "judge_literal", "judge_shift", "judge_ce_right",
-    "judge_ce_wrong", "judge_scale", "judge_critical",
-]
+    "judge_ce_wrong", "judge_scale", "judge_critical")})
+
+
+def __getattr__(name: str) -> Any:
+    """The names that left ``fastsoftmax.verify``: still there, with a DeprecationWarning."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+    if home == "criteria":
+        msg = (f"fastsoftmax.verify.{name} moved to fastsoftmax.verify.criteria.{name}; "
+               "the old name is removed in 0.4.0")
+    else:
+        msg = (f"fastsoftmax.verify.{name} is one of the paper's judges, private from 0.3.0; "
+               "the name is removed in 0.4.0 (write a claim with fastsoftmax.verify.criteria)")
+    warnings.warn(msg, DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
 
 
 def _claims_doc() -> str:
@@ -177,7 +193,8 @@ class VerifyResult:
     --------
     :func:`run` makes one (see its examples); by hand:
 
-    >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+    >>> from fastsoftmax.verify import Claim, VerifyResult
+    >>> from fastsoftmax.verify.criteria import Check
     >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
     ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
     >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={})
@@ -215,7 +232,8 @@ class VerifyResult:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> from fastsoftmax.verify import Claim, VerifyResult
+        >>> from fastsoftmax.verify.criteria import Check
         >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
         ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
         >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
@@ -248,7 +266,8 @@ class VerifyResult:
         Examples
         --------
         >>> import json
-        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> from fastsoftmax.verify import Claim, VerifyResult
+        >>> from fastsoftmax.verify.criteria import Check
         >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
         ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
         >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
@@ -297,7 +316,8 @@ class VerifyResult:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Check, Claim, VerifyResult
+        >>> from fastsoftmax.verify import Claim, VerifyResult
+        >>> from fastsoftmax.verify.criteria import Check
         >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "jac_diag_max 0.2227",
         ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
         >>> res = VerifyResult([c], literal={}, tables={}, summaries={}, meta={"samples": 10})
@@ -346,8 +366,12 @@ class Experiment:
 
     Parameters
     ----------
-    samples : int, default 500_000
-        Logit vectors per point (>= 1).
+    samples : int, optional
+        Logit vectors per point (>= 1), everywhere.  None (the default):
+        500,000 per point (``DEFAULT_SAMPLES``) and, at the points the laws'
+        claims judge, the rows those claims need to resolve the accuracy
+        the law states there, planned from the law's prediction
+        (:attr:`rows_per_point`; about 41 million rows in all).
     seed : int, default 0
         One seed for every point.
     backend : {"auto", "cpu", "cuda"}, default "auto"
@@ -363,6 +387,13 @@ class Experiment:
         (experiment name, target, :class:`fastsoftmax.sweeps.Plan`) per sweep.
     points : int
         The number of points of all plans, the two of the law included.
+    rows : int
+        The logit vectors of all points.
+    planned : bool
+        Whether the law points' rows were planned (``samples=None``).
+    rows_per_point : dict of str to int
+        The planned law points' rows (``"d_k=1024"``, ``"sigma*"``,
+        ``"d_k*"``); empty when ``samples`` was given.
 
     Raises
     ------
@@ -388,9 +419,10 @@ class Experiment:
     82
     """
 
-    def __init__(self, samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto",
+    def __init__(self, samples: int | None = None, seed: int = 0, backend: str = "auto",
                  out: Any = None, context: bool = False) -> None:
-        self.samples = check_samples(samples)
+        self.planned = samples is None
+        self.samples = DEFAULT_SAMPLES if samples is None else check_samples(samples)
         self.seed = check_seed(seed)
         if not isinstance(context, (bool, np.bool_)):
             raise TypeError(f"context must be True or False, got {context!r}")
@@ -401,11 +433,29 @@ class Experiment:
             if os.path.exists(out) and not os.path.isdir(out):
                 raise NotADirectoryError(f"out={out!r} exists and is not a directory")
         self.out = out
+        # the law points' rows: planned from the laws (samples=None), else samples
+        self.rows_per_point: dict[str, int] = {}
+        if self.planned:
+            self.rows_per_point = {k: max(v, self.samples)
+                                   for k, v in _predict.planned_rows().items()}
         common: dict[str, Any] = dict(samples=self.samples, seed=self.seed, backend=backend)
         self.plans: list[tuple[str, str, Plan]] = []
         for target in constants.TARGETS:
+            rows = {d: self.point_rows(f"d_k={d}") if target == "argmax" else self.samples
+                    for d in constants.D_K}
+            if len(set(rows.values())) == 1:
+                self.plans.append(("dotproduct", target, Plan(
+                    models.DotProduct, {"d_k": list(constants.D_K), "scaled": [False, True]},
+                    fixed={"n": constants.N}, target=target, **common)))
+                continue
+            # planned: the unscaled points grouped by their rows, the scaled ones at samples
+            for k in sorted(set(rows.values())):
+                self.plans.append(("dotproduct", target, Plan(
+                    models.DotProduct, {"d_k": [d for d in constants.D_K if rows[d] == k],
+                                        "scaled": [False]},
+                    fixed={"n": constants.N}, target=target, **dict(common, samples=k))))
             self.plans.append(("dotproduct", target, Plan(
-                models.DotProduct, {"d_k": list(constants.D_K), "scaled": [False, True]},
+                models.DotProduct, {"d_k": list(constants.D_K), "scaled": [True]},
                 fixed={"n": constants.N}, target=target, **common)))
         self.plans.append(("shifted", "argmax", Plan(
             models.Shifted, {"offset": list(constants.OFFSETS)},
@@ -424,7 +474,52 @@ class Experiment:
         self.points = sum(len(p.points) for _, _, p in self.plans) + LAW_POINTS + \
             sum(len(p.points) for p in self.context_plans)
         self.rows = sum(len(p.points) * p.samples for _, _, p in self.plans) + \
-            LAW_POINTS * self.samples + sum(len(p.points) * p.samples for p in self.context_plans)
+            self.point_rows("sigma*") + self.point_rows("d_k*") + \
+            sum(len(p.points) * p.samples for p in self.context_plans)
+
+    def point_rows(self, point: str) -> int:
+        """The rows of a law point (``"d_k=1024"``, ``"sigma*"``, ``"d_k*"``).
+
+        Parameters
+        ----------
+        point : str
+            The point.
+
+        Returns
+        -------
+        int
+            Its planned rows in a planned run, else ``samples``.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import prepare
+        >>> prepare(samples=1000).point_rows("d_k=1024")
+        1000
+        """
+        return self.rows_per_point.get(point, self.samples)
+
+    def describe_plan(self) -> str:
+        """The rows per point, as ``verify`` prints them before running.
+
+        Returns
+        -------
+        str
+            One line, and one per planned law point.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify import prepare
+        >>> print(prepare(samples=1000).describe_plan())
+        verify: 1,000 logit vectors per point, 68 points (68,000 in all)
+        """
+        head = (f"verify: {self.samples:,} logit vectors per point, {self.points} points "
+                f"({self.rows:,} in all)")
+        if not self.rows_per_point:
+            return head
+        lines = [head + "; the laws' points planned so that each claim resolves the accuracy "
+                 f"it states ({criteria.Z:g} SE at most {criteria.MARGIN:g} of the band):"]
+        lines += [f"  {k:>9}: {v:,} rows" for k, v in self.rows_per_point.items()]
+        return "\n".join(lines)
 
     def run(self, progress: Any = True, client: Any = None) -> VerifyResult:
         """Run every experiment and judge every claim.
@@ -480,10 +575,11 @@ class Experiment:
             predictions["claims"] = pc
             theory_seconds = time.perf_counter() - t1
             run_plans([("law", "argmax", Plan(models.Gaussian, {"scale": [pc["sigma_star"]]},
-                                              fixed={"n": constants.N}, **common)),
+                                              fixed={"n": constants.N},
+                                              **dict(common, samples=self.point_rows("sigma*")))),
                        ("law", "argmax", Plan(models.DotProduct, {"d_k": [pc["dk_point"]]},
                                               fixed={"n": constants.N, "scaled": False},
-                                              **common))])
+                                              **dict(common, samples=self.point_rows("d_k*"))))])
             if self.context:
                 t1 = time.perf_counter()
                 predictions["context"] = _predict.context_predictions()
@@ -507,7 +603,8 @@ class Experiment:
                     seconds=seconds, theory_seconds=theory_seconds, n=constants.N,
                     d_k=list(constants.D_K), offsets=list(constants.OFFSETS),
                     scales=list(constants.SCALES), z=constants.Z, level=constants.LEVEL,
-                    law_order=_predict.ORDER, context=self.context)
+                    law_order=_predict.ORDER, context=self.context, planned=self.planned,
+                    rows_per_point=dict(self.rows_per_point), margin=criteria.MARGIN)
         if self.context:
             meta.update(context_n=list(constants.CONTEXT_N), context_d_k=constants.CONTEXT_D_K,
                         context_rows={str(p.points[0].model.n): p.samples
@@ -524,7 +621,7 @@ class Experiment:
         return result
 
 
-def prepare(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto",
+def prepare(samples: int | None = None, seed: int = 0, backend: str = "auto",
             out: Any = None, context: bool = False) -> Experiment:
     """A validated :class:`Experiment`: every argument checked, nothing run.
 
@@ -533,9 +630,11 @@ def prepare(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto"
 
     Parameters
     ----------
-    samples : int, default 500_000
-        Logit vectors per point (68 points; the context-length points
-        have at most this many, :func:`context_rows`).
+    samples : int, optional
+        Logit vectors per point, everywhere (68 points; the context-length
+        points have at most this many, :func:`context_rows`).  None (the
+        default): 500,000 per point and, at the laws' points, the rows their
+        claims need (:class:`Experiment`), planned before running.
     seed : int, default 0
         One seed for every point (common random numbers).
     backend : {"auto", "cpu", "cuda"}, default "auto"
@@ -572,22 +671,25 @@ def prepare(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto"
     return Experiment(samples, seed, backend, out, context)
 
 
-def run(samples: int = DEFAULT_SAMPLES, seed: int = 0, backend: str = "auto", out: Any = None,
+def run(samples: int | None = None, seed: int = 0, backend: str = "auto", out: Any = None,
         progress: Any = True, client: Any = None, context: bool = False) -> VerifyResult:
     """Run every experiment of ``verify`` and judge every claim.
 
     The claims of the module docstring, measured: 68 points of the
     DotProduct, Shifted and Gaussian models with one seed, and a verdict
-    per claim of :data:`CLAIMS` computed by its judge
-    (holds beyond 4 standard errors, fails if contradicted beyond 4,
-    inconclusive otherwise); the law's claims against the saturation law of
+    per claim of :data:`CLAIMS` computed by its judge (holds when every
+    measurement's 4-SE interval lies inside the band its claim states, fails
+    when one lies wholly outside, inconclusive otherwise, with the rows that
+    would settle it); the law's claims against the saturation law of
     :mod:`fastsoftmax.theory` (needs SciPy), within its stated accuracy.
 
     Parameters
     ----------
-    samples : int, default 500_000
-        Logit vectors per point (68 points; the context-length points
-        have at most this many, :func:`context_rows`).
+    samples : int, optional
+        Logit vectors per point, everywhere (68 points; the context-length
+        points have at most this many, :func:`context_rows`).  None (the
+        default): 500,000 per point and, at the laws' points, the rows their
+        claims need (:class:`Experiment`), planned before running.
     seed : int, default 0
         One seed for every point (common random numbers).
     backend : {"auto", "cpu", "cuda"}, default "auto"

@@ -7,9 +7,11 @@ the claims (:mod:`.paper`) all read them here.
 from __future__ import annotations
 
 __all__ = ["DEFAULT_SAMPLES", "N", "D_K", "OFFSETS", "SCALES", "TARGETS", "LITERAL", "Z",
-           "LEVEL", "SKETCH_REL", "CONTEXT_N", "CONTEXT_D_K", "CONTEXT_LOGITS"]
+           "LEVEL", "SKETCH_REL", "CONTEXT_N", "CONTEXT_D_K", "CONTEXT_LOGITS", "EQUIV_REL",
+           "EQUIV_DECADES"]
 
-#: Logit vectors per point of a ``verify`` run.
+#: Logit vectors per point of a ``verify`` run (the least: a planned run gives
+#: the laws' points the rows their stated accuracy needs).
 DEFAULT_SAMPLES = 500_000
 #: Logits per row (keys, for DotProduct) of every experiment.
 N = 64
@@ -23,8 +25,13 @@ SCALES = tuple(float(2.0 ** (k / 2)) for k in range(17))
 TARGETS = ("argmax", "random", "sampled")
 #: The literal vector of the objection.
 LITERAL = (100.0, 101.0, 99.0)
-#: Standard errors for "significant".
+#: Standard errors each side of a measurement's interval (every verdict's rule).
 Z = 4.0
+#: The equivalence margin of "a common offset changes nothing" on the
+#: observables' means: relative to offset 0's.
+EQUIV_REL = 0.01
+#: The equivalence margin on the observables' log10-means, in decades.
+EQUIV_DECADES = 0.01
 #: The level below which a gradient "vanishes" (a threshold of every Summary).
 LEVEL = 1e-6
 #: Relative resolution of the quantiles (the DDSketch-style sketch's 1%).

@@ -1,32 +1,51 @@
-r"""The criteria of ``verify``: pure functions of estimates and numbers -> :class:`Check`.
+r"""The criteria of ``verify``: estimates against the bands a claim states -> :class:`Check`.
 
-Each compares :class:`~fastsoftmax.verify.Est` values beyond their standard
-errors and says "holds" (met beyond them), "fails" (contradicted beyond
-them) or "inconclusive" (neither: more samples would decide);
-:func:`all_of` combines the checks of a claim.  Against a law:
-:func:`judge_band`, :func:`judge_prediction` and :func:`judge_law`
-(a :class:`LawPoint` each).  Along a sweep: :func:`crossing`.  Nothing here
-knows about the paper's claims.
+A public module: what a claim of one's own needs (:class:`Est` and the
+estimates of a :class:`~fastsoftmax.Stat`, the criteria, :func:`all_of`,
+:class:`~fastsoftmax.verify.ClaimSpec` to declare it).  One rule decides
+every verdict (:func:`describe` states it from its parameters):
 
->>> from fastsoftmax import verify as V
->>> V.below(V.Est.normal(1e-8, 1e-9), 1e-6)
+* **holds** when the whole ``Z``-SE interval of the measurement lies inside
+  the band the claim states (a prediction and its stated accuracy, exact
+  bounds, a one-sided bound, an equivalence margin);
+* **fails** when it lies wholly outside;
+* **inconclusive** otherwise, with the rows per point that would settle it
+  (:attr:`Check.rows_needed`: the rows at which ``Z`` standard errors take
+  at most ``MARGIN`` of the distance from the estimate to the band's edge).
+
+A fraction's interval is Wilson's at ``Z``, so that a zero count is not
+"exact"; a difference of two estimates has the interval
++/- Z (SE_a + SE_b), valid whatever the correlation between them (common
+random numbers only make it safer).  Against a law: :func:`judge_band`,
+:func:`judge_prediction` and :func:`judge_law` (a :class:`LawPoint` each).
+Along a sweep: :func:`crossing`.  Nothing here knows about the paper's
+claims.
+
+>>> from fastsoftmax.verify.criteria import Est, below
+>>> below(Est.normal(1e-8, 1e-9), 1e-6)
 Check(verdict='holds', text='value 1e-08 < 1e-06')
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .constants import LEVEL, Z
-from .stats import Est
+from .stats import Est, est_fraction, est_log10_mean, est_mean, est_quantile, measures
 
-__all__ = ["Check", "LawPoint", "below", "above", "ratio_below", "drop", "within_factor",
+__all__ = ["Check", "Est", "est_mean", "est_log10_mean", "est_quantile", "est_fraction",
+           "measures", "LawPoint", "below", "above", "ratio_below", "drop", "within_factor",
            "close", "near", "same", "all_of", "judge_band", "judge_prediction", "judge_law",
-           "crossing", "HOLDS", "FAILS", "INCONCLUSIVE"]
+           "crossing", "describe", "rows_to_resolve", "HOLDS", "FAILS", "INCONCLUSIVE", "Z",
+           "MARGIN"]
 
 #: The verdicts.
 HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+
+#: The share of the distance to a band's edge that ``Z`` standard errors may
+#: take when rows are planned, or asked for by an inconclusive check.
+MARGIN = 0.75
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,9 +58,13 @@ class Check:
     Parameters
     ----------
     verdict : {"holds", "fails", "inconclusive"}
-        Met beyond the standard errors, contradicted beyond them, or neither.
+        The interval inside the band, wholly outside it, or neither.
     text : str
-        What was compared, with the numbers.
+        What was compared, with the numbers (and, when inconclusive, why
+        and the rows that would settle it).
+    rows_needed : int, optional
+        When inconclusive: about how many rows per point would settle it
+        (None: unknown, or no row count does).
 
     See Also
     --------
@@ -49,16 +72,129 @@ class Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Check, all_of
+    >>> from fastsoftmax.verify.criteria import Check, all_of
     >>> all_of([Check("holds", "a"), Check("inconclusive", "b")])
     'inconclusive'
     """
     verdict: str        # holds / fails / inconclusive
     text: str           # what was compared, with the numbers
+    rows_needed: int | None = dataclasses.field(default=None, repr=False)
 
 
-def _v(holds, fails):
+def describe(z: float = Z, margin: float = MARGIN) -> str:
+    """The verdict rule in words, from its parameters (printed under ``verify``'s table).
+
+    Every criterion of this module applies this rule; the report prints
+    this text rather than a description written apart from the code.
+
+    Parameters
+    ----------
+    z : float, default 4.0
+        Standard errors of the intervals.
+    margin : float, default 0.75
+        The share of the distance to a band's edge that ``z`` standard
+        errors may take in a planned run.
+
+    Returns
+    -------
+    str
+        One paragraph.
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify.criteria import describe
+    >>> describe()[:72]
+    'HOLDS when the whole interval of the measurement (4 standard errors each'
+    >>> "at most 0.5 of the distance" in describe(margin=0.5)
+    True
+    """
+    return (f"HOLDS when the whole interval of the measurement ({z:g} standard errors each "
+            f"side, Wilson's for a fraction, +/- {z:g} (SE_a + SE_b) for a difference) lies "
+            f"inside the band the claim states (a prediction and its stated accuracy, exact "
+            f"bounds, a bound, an equivalence margin); FAILS when it lies wholly outside; "
+            f"INCONCLUSIVE otherwise, with the rows per point at which {z:g} standard errors "
+            f"take at most {margin:g} of the distance to the band's edge")
+
+
+def _v(holds: bool, fails: bool) -> str:
     return HOLDS if holds else (FAILS if fails else INCONCLUSIVE)
+
+
+def _rows_text(rows: float) -> str:
+    if rows >= 1e6:
+        return f"{rows / 1e6:.2g} million"
+    if rows >= 1e4:
+        return f"{rows / 1e3:.0f} thousand"
+    return f"{int(rows):,}"
+
+
+def rows_to_resolve(decide: Callable[..., tuple[bool, bool]], ests: Sequence[Est],
+                    z: float = Z, margin: float = MARGIN) -> int | None:
+    """About how many rows per point would settle an undecided criterion.
+
+    The smallest row count at which ``decide`` (the criterion's rule on the
+    estimates: ``(holds, fails)``) reaches a verdict when every estimate is
+    projected to that many rows (:meth:`Est.at_rows`) with its bounds at
+    ``z / margin`` standard errors: ``z`` standard errors then take at most
+    ``margin`` of the distance to the band's edge.
+
+    Parameters
+    ----------
+    decide : callable
+        ``decide(*ests) -> (holds, fails)``.
+    ests : sequence of Est
+        The estimates as measured.
+    z : float, default 4.0
+        Standard errors of the intervals.
+    margin : float, default 0.75
+        The share of the distance that ``z`` standard errors may take.
+
+    Returns
+    -------
+    int or None
+        The rows per point; None when the estimates' rows are unknown or
+        no count up to 10^8 times theirs settles it (the value on the
+        band's edge, a quantile at the sketch's resolution).
+
+    Examples
+    --------
+    >>> from fastsoftmax.verify.criteria import est_fraction, rows_to_resolve
+    >>> n = rows_to_resolve(lambda e: (e.hi < 1e-3, e.lo >= 1e-3), [est_fraction(0.0, 2000)])
+    >>> 28_000 < n < 29_000                      # Wilson at p = 0: (4 / 0.75)^2 / 1e-3
+    True
+    """
+    rows = max((e.rows for e in ests if e.kind != "exact"), default=0)
+    if rows <= 0:
+        return None
+
+    def settled(n: float) -> bool:
+        holds, fails = decide(*[e.at_rows(n * e.rows / rows, z / margin) if e.rows > 0 else e
+                                for e in ests])
+        return bool(holds or fails)
+
+    lo, hi = math.log(rows), math.log(rows) + math.log(1e8)
+    if not settled(math.exp(hi)):
+        return None
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if settled(math.exp(mid)) else (mid, hi)
+    return int(math.ceil(math.exp(hi)))
+
+
+def _check(decide: Callable[..., tuple[bool, bool]], ests: Sequence[Est], text: str) -> Check:
+    """The one rule: ``decide`` says whether the interval lies inside the band
+    (holds) or wholly outside (fails); neither is inconclusive, with the rows
+    that would settle it."""
+    v = _v(*decide(*ests))
+    if v != INCONCLUSIVE:
+        return Check(v, text)
+    rows = rows_to_resolve(decide, ests)
+    if rows is None:
+        why = ("exact numbers" if all(e.kind == "exact" for e in ests) else
+               "no row count settles it (the value lies at the band's edge)")
+        return Check(v, f"{text}: the {Z:g}-SE interval overlaps the band's edge; {why}")
+    return Check(v, f"{text}: the {Z:g}-SE interval overlaps the band's edge; needs about "
+                    f"{_rows_text(rows)} rows per point to resolve it", rows)
 
 
 def below(a: Est, bound: float, what: str = "value") -> Check:
@@ -82,13 +218,14 @@ def below(a: Est, bound: float, what: str = "value") -> Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, below
+    >>> from fastsoftmax.verify.criteria import Est, below
     >>> below(Est.normal(1e-8, 1e-9), 1e-6, "median")
     Check(verdict='holds', text='median 1e-08 < 1e-06')
     >>> below(Est.normal(1e-6, 1e-6), 1e-6).verdict
     'inconclusive'
     """
-    return Check(_v(a.hi < bound, a.lo >= bound), f"{what} {a.value:.3g} < {bound:g}")
+    return _check(lambda e: (e.hi < bound, e.lo >= bound), [a],
+                  f"{what} {a.value:.3g} < {bound:g}")
 
 
 def above(a: Est, bound: float, what: str = "value") -> Check:
@@ -112,11 +249,12 @@ def above(a: Est, bound: float, what: str = "value") -> Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, above
+    >>> from fastsoftmax.verify.criteria import Est, above
     >>> above(Est.normal(0.3, 0.01), 0.1).verdict, above(Est.normal(0.3, 0.1), 0.1).verdict
     ('holds', 'inconclusive')
     """
-    return Check(_v(a.lo > bound, a.hi <= bound), f"{what} {a.value:.3g} > {bound:g}")
+    return _check(lambda e: (e.lo > bound, e.hi <= bound), [a],
+                  f"{what} {a.value:.3g} > {bound:g}")
 
 
 def ratio_below(a: Est, b: Est, factor: float, what: str = "value") -> Check:
@@ -140,12 +278,12 @@ def ratio_below(a: Est, b: Est, factor: float, what: str = "value") -> Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, ratio_below
+    >>> from fastsoftmax.verify.criteria import Est, ratio_below
     >>> ratio_below(Est.exact(1e-8), Est.normal(0.05, 0.001), 1e-3, "median")
     Check(verdict='holds', text='median ratio 2e-07 < 0.001')
     """
-    return Check(_v(a.hi < factor * b.lo, a.lo >= factor * b.hi),
-                 f"{what} ratio {_ratio(a.value, b.value)} < {factor:g}")
+    return _check(lambda x, y: (x.hi < factor * y.lo, x.lo >= factor * y.hi), [a, b],
+                  f"{what} ratio {_ratio(a.value, b.value)} < {factor:g}")
 
 
 def drop(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> Check:
@@ -173,13 +311,16 @@ def drop(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> Ch
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, drop
+    >>> from fastsoftmax.verify.criteria import Est, drop
     >>> drop(Est.normal(-1.25, 0.01), Est.normal(-10.6, 0.1), 3.0, "log10-mean").verdict
     'holds'
     """
-    d, se = a.value - b.value, a.se + b.se
-    return Check(_v(d - z * se > amount, d + z * se <= amount),
-                 f"{what} drop {d:.3g} ± {se:.2g} > {amount:g}")
+    def decide(x: Est, y: Est) -> tuple[bool, bool]:
+        d, se = x.value - y.value, x.se + y.se
+        return d - z * se > amount, d + z * se <= amount
+
+    return _check(decide, [a, b],
+                  f"{what} drop {a.value - b.value:.3g} ± {a.se + b.se:.2g} > {amount:g}")
 
 
 def within_factor(a: Est, b: Est, factor: float, what: str = "value") -> Check:
@@ -204,14 +345,16 @@ def within_factor(a: Est, b: Est, factor: float, what: str = "value") -> Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, within_factor
+    >>> from fastsoftmax.verify.criteria import Est, within_factor
     >>> within_factor(Est.normal(0.0868, 0.001), Est.normal(0.0551, 0.001), 2.0).verdict
     'holds'
     """
-    holds = a.lo >= b.hi / factor and a.hi <= b.lo * factor
-    fails = a.hi < b.lo / factor or a.lo > b.hi * factor
-    return Check(_v(holds, fails), f"{what} ratio {_ratio(a.value, b.value)} within "
-                                   f"[1/{factor:g}, {factor:g}]")
+    def decide(x: Est, y: Est) -> tuple[bool, bool]:
+        return (x.lo >= y.hi / factor and x.hi <= y.lo * factor,
+                x.hi < y.lo / factor or x.lo > y.hi * factor)
+
+    return _check(decide, [a, b], f"{what} ratio {_ratio(a.value, b.value)} within "
+                                  f"[1/{factor:g}, {factor:g}]")
 
 
 def close(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> Check:
@@ -238,13 +381,13 @@ def close(a: Est, b: Est, amount: float, what: str = "value", z: float = Z) -> C
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, close
+    >>> from fastsoftmax.verify.criteria import Est, close
     >>> close(Est.normal(-1.05, 0.01), Est.normal(-1.25, 0.01), 0.3).verdict
     'holds'
     """
-    d, se = abs(a.value - b.value), a.se + b.se
-    return Check(_v(d + z * se < amount, d - z * se >= amount),
-                 f"{what} |diff| {d:.3g} ± {se:.2g} < {amount:g}")
+    return _check(_within(amount, z), [a, b],
+                  f"{what} |diff| {abs(a.value - b.value):.3g} ± {a.se + b.se:.2g} < "
+                  f"{amount:g}")
 
 
 def near(a: Est, target: float, rel: float, what: str = "value") -> Check:
@@ -272,24 +415,30 @@ def near(a: Est, target: float, rel: float, what: str = "value") -> Check:
     Examples
     --------
     >>> import math
-    >>> from fastsoftmax.verify import Est, near
+    >>> from fastsoftmax.verify.criteria import Est, near
     >>> near(Est.normal(1.416, 0.01), math.sqrt(2), 0.05, "median |grad|")
     Check(verdict='holds', text='median |grad| 1.416 within 5% of 1.414')
     """
     lo, hi = target * (1 - rel), target * (1 + rel)
-    return Check(_v(a.lo >= lo and a.hi <= hi, a.hi < lo or a.lo > hi),
-                 f"{what} {a.value:.4g} within {rel:.0%} of {target:.4g}")
+    return _check(_in_band(lo, hi), [a], f"{what} {a.value:.4g} within {rel:.0%} of "
+                                         f"{target:.4g}")
 
 
-def same(a: Est, b: Est, what: str = "value", z: float = Z) -> Check:
-    """Criterion no detectable difference: holds if ``|a - b| <= z (SE_a + SE_b)``.
+def same(a: Est, b: Est, margin: float, what: str = "value", z: float = Z) -> Check:
+    """Criterion a equals b within an equivalence ``margin``, beyond z (SE_a + SE_b).
 
-    Fails otherwise (never inconclusive).
+    Holds if the interval of the difference, a - b -/+ z (SE_a + SE_b),
+    lies inside [-margin, margin]; fails if it lies wholly outside;
+    inconclusive otherwise (failing to find a difference is not
+    equivalence: the margin says which difference would matter).  SE_a +
+    SE_b is valid whatever the correlation between the two estimates.
 
     Parameters
     ----------
     a, b : Est
         The two estimates.
+    margin : float
+        The largest difference that counts as equal (> 0, in a's units).
     what : str, default "value"
         What is compared, for the check's text.
     z : float, default 4.0
@@ -298,19 +447,48 @@ def same(a: Est, b: Est, what: str = "value", z: float = Z) -> Check:
     Returns
     -------
     Check
-        The verdict and the difference in standard errors.
+        The verdict and the difference with its margin.
+
+    Raises
+    ------
+    TypeError
+        ``margin`` is not a number.
+    ValueError
+        ``margin`` is not finite and > 0.
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, same
-    >>> same(Est.normal(0.0937, 1e-4), Est.normal(0.0937, 1e-4)).verdict
+    >>> from fastsoftmax.verify.criteria import Est, same
+    >>> same(Est.normal(0.0937, 1e-4), Est.normal(0.0937, 1e-4), 0.001).verdict
     'holds'
-    >>> same(Est.normal(0.09, 1e-4), Est.normal(0.1, 1e-4)).verdict
+    >>> same(Est.normal(0.09, 1e-4), Est.normal(0.1, 1e-4), 0.001).verdict
     'fails'
+    >>> same(Est.normal(0.0937, 1e-3), Est.normal(0.0937, 1e-3), 0.001).verdict
+    'inconclusive'
     """
-    d, se = abs(a.value - b.value), a.se + b.se
-    ok = d <= z * se
-    return Check(HOLDS if ok else FAILS, f"{what} |diff| {d:.2g} <= {z:g} x {se:.2g}")
+    if isinstance(margin, (str, bool)) or not isinstance(margin, (int, float)):
+        raise TypeError(f"margin must be a number (same(a, b, margin, what)), got {margin!r}")
+    if not (math.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be finite and > 0, got {margin!r}")
+    return _check(_within(float(margin), z), [a, b],
+                  f"{what} diff {a.value - b.value:+.2g} ± {z:g} x {a.se + b.se:.2g} within "
+                  f"± {margin:.2g}")
+
+
+def _within(amount: float, z: float) -> Callable[[Est, Est], tuple[bool, bool]]:
+    """The rule for |a - b| < amount: the interval of the difference inside
+    (-amount, amount), or wholly outside it."""
+    def decide(x: Est, y: Est) -> tuple[bool, bool]:
+        d, se = abs(x.value - y.value), x.se + y.se
+        return d + z * se < amount, d - z * se >= amount
+    return decide
+
+
+def _in_band(lo: float, hi: float) -> Callable[[Est], tuple[bool, bool]]:
+    """The rule for a band [lo, hi]: the interval inside it, or wholly outside."""
+    def decide(e: Est) -> tuple[bool, bool]:
+        return lo <= e.lo and e.hi <= hi, e.hi < lo or e.lo > hi
+    return decide
 
 
 def all_of(checks: Iterable[Check]) -> str:
@@ -330,7 +508,7 @@ def all_of(checks: Iterable[Check]) -> str:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Check, all_of
+    >>> from fastsoftmax.verify.criteria import Check, all_of
     >>> all_of([Check("holds", "a"), Check("holds", "b")])
     'holds'
     >>> all_of([Check("inconclusive", "a"), Check("fails", "b")])
@@ -345,13 +523,12 @@ def all_of(checks: Iterable[Check]) -> str:
 
 
 def judge_band(a: Est, lo: float, hi: float, what: str = "value") -> Check:
-    """Criterion lo <= a <= hi for a band that a law states, within a's bounds.
+    """Criterion lo <= a <= hi for a band that a law states, beyond a's bounds.
 
-    Fails if a's Z-SE bounds lie wholly outside [lo, hi]; holds if they
-    meet it and the measurement resolves the band (its bounds are no wider
-    than the band or than the band's centre, so that a vanishing band is not
-    "met" by a measurement that cannot tell it from twice its value);
-    inconclusive otherwise (more samples would decide).
+    Holds if a's Z-SE interval lies inside [lo, hi]; fails if it lies wholly
+    outside; inconclusive otherwise, with the rows that would settle it.  A
+    band narrower than the interval is never held: a vanishing band is not
+    "met" by a measurement that cannot tell it from twice its value.
 
     Parameters
     ----------
@@ -373,19 +550,17 @@ def judge_band(a: Est, lo: float, hi: float, what: str = "value") -> Check:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, judge_band
-    >>> judge_band(Est.normal(0.59, 0.0007), 0.50, 0.59, "fraction").verdict
+    >>> from fastsoftmax.verify.criteria import Est, judge_band
+    >>> judge_band(Est.normal(0.55, 0.0007), 0.50, 0.59, "fraction").verdict
     'holds'
     >>> judge_band(Est.normal(0.70, 0.0007), 0.50, 0.59).verdict
     'fails'
-    >>> judge_band(Est.normal(0.004, 0.003), 0.0035, 0.0045).verdict
+    >>> judge_band(Est.normal(0.589, 0.0007), 0.50, 0.59).verdict
     'inconclusive'
     """
     lo, hi = float(min(lo, hi)), float(max(lo, hi))
-    apart = a.hi < lo or a.lo > hi
-    resolved = (a.hi - a.lo) <= max(hi - lo, abs(lo + hi) / 2)
-    return Check(_v(not apart and resolved, apart),
-                 f"{what} {a.value:.4g} ± {a.se:.2g} in [{lo:.4g}, {hi:.4g}]")
+    return _check(_in_band(lo, hi), [a],
+                  f"{what} {a.value:.4g} ± {a.se:.2g} in [{lo:.4g}, {hi:.4g}]")
 
 
 def judge_prediction(a: Est, predicted: float, rel: float, abs_tol: float = 0.0,
@@ -393,10 +568,9 @@ def judge_prediction(a: Est, predicted: float, rel: float, abs_tol: float = 0.0,
     """Criterion: a measurement agrees with a law's prediction within its stated accuracy.
 
     The band is predicted -/+ (rel ``|predicted|`` + abs_tol), the accuracy the
-    law states there (:func:`fastsoftmax.theory.stated_accuracy`), and the
-    measurement's Z-SE bounds must meet it (:func:`judge_band`): fails if
-    they lie wholly outside, holds if they meet it and resolve it,
-    inconclusive otherwise.
+    law states there (:func:`fastsoftmax.theory.stated_accuracy`): holds if
+    the measurement's Z-SE interval lies inside it, fails if it lies wholly
+    outside, inconclusive otherwise (:func:`judge_band`'s rule).
 
     Parameters
     ----------
@@ -424,18 +598,20 @@ def judge_prediction(a: Est, predicted: float, rel: float, abs_tol: float = 0.0,
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, judge_prediction
-    >>> judge_prediction(Est.normal(0.590, 0.0007), 0.5905, 0.005, what="fraction")
-    Check(verdict='holds', text='fraction 0.59 ± 0.0007 vs law 0.5905 ± 0.003 (stated)')
+    >>> from fastsoftmax.verify.criteria import Est, judge_prediction
+    >>> judge_prediction(Est.normal(0.5905, 0.0005), 0.5905, 0.005, what="fraction")
+    Check(verdict='holds', text='fraction 0.5905 ± 0.0005 vs law 0.5905 ± 0.003 (stated)')
+    >>> judge_prediction(Est.normal(0.590, 0.0007), 0.5905, 0.005).verdict
+    'inconclusive'
     >>> judge_prediction(Est.normal(0.62, 0.0007), 0.5905, 0.005).verdict
     'fails'
     """
     if not (math.isfinite(rel) and rel >= 0 and math.isfinite(abs_tol) and abs_tol >= 0):
         raise ValueError(f"rel and abs_tol must be finite and >= 0, got {rel!r}, {abs_tol!r}")
     tol = rel * abs(predicted) + abs_tol
-    c = judge_band(a, predicted - tol, predicted + tol, what)
-    return Check(c.verdict, f"{what} {a.value:.4g} ± {a.se:.2g} vs law {predicted:.4g} ± "
-                            f"{tol:.2g} (stated)")
+    return _check(_in_band(predicted - tol, predicted + tol), [a],
+                  f"{what} {a.value:.4g} ± {a.se:.2g} vs law {predicted:.4g} ± {tol:.2g} "
+                  "(stated)")
 
 
 def _ratio(a, b):
@@ -470,7 +646,7 @@ def crossing(xs: Sequence[float], ests: Sequence[Est],
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, crossing
+    >>> from fastsoftmax.verify.criteria import Est, crossing
     >>> meds = [Est.normal(v, v / 100) for v in (1e-2, 1e-4, 1e-8, 1e-12)]
     >>> crossing([1.0, 2.0, 4.0, 8.0], meds)
     {'x': 3.0, 'x_lo': 2.0, 'x_hi': 4.0, 'significant': True}
@@ -519,7 +695,7 @@ class LawPoint:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, LawPoint
+    >>> from fastsoftmax.verify.criteria import Est, LawPoint
     >>> p = LawPoint("d_k=4096", Est.normal(0.590, 0.0007), 0.5905, 0.005, lo=0.502, hi=0.592)
     >>> p.judged
     True
@@ -558,7 +734,7 @@ class LawPoint:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Est, LawPoint
+        >>> from fastsoftmax.verify.criteria import Est, LawPoint
         >>> LawPoint.of(dict(what="x", measured=Est.exact(1.0), predicted=1.0, rel=0.01)).abs
         0.0
         """
@@ -591,8 +767,8 @@ def judge_law(points: Sequence[LawPoint | Mapping[str, Any]]) -> list[Check]:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_law
-    >>> p = dict(what="d_k=4096", measured=Est.normal(0.590, 0.0007), predicted=0.5905,
+    >>> from fastsoftmax.verify.criteria import Est, all_of, judge_law
+    >>> p = dict(what="d_k=4096", measured=Est.normal(0.5905, 0.0003), predicted=0.5905,
     ...          rel=0.005, abs=0.0, lo=0.502, hi=0.592)
     >>> all_of(judge_law([p, dict(p, what="d_k=1", rel=float("nan"))]))
     'holds'

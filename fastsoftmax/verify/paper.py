@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .._kernels.row import OBS_NAMES
-from .constants import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N, OFFSETS
+from .constants import (CONTEXT_D_K, CONTEXT_N, D_K, EQUIV_DECADES, EQUIV_REL, LEVEL, N,
+                        OFFSETS, Z)
 from .criteria import Check, LawPoint, crossing, drop, judge_law
-from .judges import (judge_ce_right, judge_ce_wrong, judge_critical, judge_flat, judge_literal,
+from ._judges import (judge_ce_right, judge_ce_wrong, judge_critical, judge_flat, judge_literal,
                      judge_saturation, judge_scale, judge_shift)
 from .registry import ClaimSpec, Evidence
 from .stats import Est, est_fraction, est_log10_mean, est_mean, est_quantile, measures
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["CLAIMS", "claim_number", "DkPredictions", "ContextPrediction"]
 
 _DK0, _DK1 = D_K[0], D_K[-1]
+_Z = f"{Z:g}"
 
 
 # --------------------------------------------------------------------------
@@ -598,14 +600,14 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
     ClaimSpec(
         "paper", f"Without scaling, softmax(q.k) saturates as d_k grows (DotProduct, n={N})",
         f"d_k={_DK1} vs {_DK0}: median < 1e-3 x, log10-mean down by > 3, mean < 0.5 x, "
-        "each beyond 4 SE; over 25% of rows below 1e-6",
+        f"each beyond {_Z} SE; over 25% of rows below 1e-6",
         ("dotproduct",), pick=_pick_paper,
         judge=lambda r: judge_saturation(r.first, r.last),
         evidence=_evidence_paper,
         numbers=lambda r: {"unscaled_jac_diag_max": {str(d): m for d, m in r.by_dk.items()}}),
     ClaimSpec(
         "fix", "Scaling by 1/sqrt(d_k) keeps the gradients flat in d_k",
-        f"every d_k: median within 2x and log10-mean within 0.3 of d_k={_DK0}'s (4 SE), "
+        f"every d_k: median within 2x and log10-mean within 0.3 of d_k={_DK0}'s ({_Z} SE), "
         "fraction < 1e-6 below 1e-3",
         ("dotproduct",), pick=lambda ev: Sweep(_sweep_measures(ev, True)),
         judge=lambda r: judge_flat(r.first, [r.by_dk[d] for d in D_K[1:]]),
@@ -621,8 +623,10 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
     ClaimSpec(
         "offset", f"Adding a large offset (0 to {_sci(OFFSETS[-1])}) changes nothing "
         f"(Shifted, n={N}, spread 1, float64)",
-        "every offset: each observable's mean and log10-mean equal offset 0's within 4 SE; "
-        "median jac_diag_max > 1e-2 and fraction < 1e-6 below 1e-3 (4 SE)",
+        f"every offset: each observable's mean within {EQUIV_REL:.0%} of offset 0's and its "
+        f"log10-mean within {EQUIV_DECADES:g} decades (the difference +/- {_Z} (SE_a + SE_b) "
+        f"inside the margin); median jac_diag_max > 1e-2 and fraction < 1e-6 below 1e-3 "
+        f"({_Z} SE)",
         ("shifted",), pick=_pick_offset,
         judge=lambda r: judge_shift(r.ref, r.rest),
         evidence=_evidence_offset,
@@ -632,7 +636,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
     ClaimSpec(
         "ce_right", "Cross-entropy, model confidently right (target argmax): "
         "the gradient vanishes when saturated",
-        f"d_k={_DK1}: median 1 - p_y < 1e-6 and < 1e-3 x its d_k={_DK0} value (4 SE)",
+        f"d_k={_DK1}: median 1 - p_y < 1e-6 and < 1e-3 x its d_k={_DK0} value ({_Z} SE)",
         ("dotproduct",),
         pick=lambda ev: Sweep(_sweep_measures(ev, False, "ce_grad_target")),
         judge=lambda r: judge_ce_right(r.first, r.last),
@@ -641,7 +645,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
     ClaimSpec(
         "ce_wrong", "Cross-entropy, model wrong (target random): the gradient stays "
         "near 1 (norm near sqrt 2) when saturated",
-        "1 - p_y: median and mean > 0.9; median |p - e_y| within 5% of sqrt 2 (4 SE)",
+        f"1 - p_y: median and mean > 0.9; median |p - e_y| within 5% of sqrt 2 ({_Z} SE)",
         ("dotproduct",), pick=_pick_ce_wrong,
         judge=lambda r: judge_ce_wrong(r.target, r.norm_median),
         evidence=_evidence_ce_wrong,
@@ -649,7 +653,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
     ClaimSpec(
         "scale", "Saturation is set by the logit scale: Gaussian logits cross "
         f"median jac_diag_max = {LEVEL:g} at sigma* = sqrt(d_k*) of the unscaled sweep",
-        "both sweeps cross 1e-6 (points beyond 4 SE on each side); sigma*/sqrt(d_k*) "
+        f"both sweeps cross 1e-6 (points beyond {_Z} SE on each side); sigma*/sqrt(d_k*) "
         "within 10% of 1",
         ("dotproduct", "gaussian"), pick=_pick_crossings,
         judge=lambda r: judge_scale(r.gaussian, r.dk),
@@ -659,7 +663,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         f"below {LEVEL:g} at each d_k (DotProduct, n={N})",
         "each d_k where the law states an accuracy (m = sigma_c/sqrt(d_k) <= 1/2): the "
         "fraction within it (0.5% for m <= 1/8, 2% for <= 1/4, 15% for <= 1/2) and inside "
-        "the exact bounds, 4 SE",
+        f"the exact bounds, {_Z} SE",
         ("dotproduct", "law"), laws=("claims",), pick=_pick_law_dk,
         judge=lambda r: judge_law(list(r.points.values())), evidence=_evidence_law_dk,
         numbers=lambda r: {"points": {str(d): dict(r.predictions.dk[d], measured=p.measured)
@@ -668,7 +672,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         "law_scale", f"The law predicts sigma* and d_k*: half the rows below {LEVEL:g} there, "
         "where the sweeps cross",
         "at the predicted sigma* and d_k*: the fraction below 1e-6 equals the law's (1/2) "
-        "within its stated accuracy (4 SE); each predicted point lies in the grid interval "
+        f"within its stated accuracy ({_Z} SE); each predicted point lies in the grid interval "
         "where the sweep's median crosses 1e-6",
         ("dotproduct", "gaussian", "law"), laws=("claims",), pick=_pick_law_scale,
         judge=_judge_law_scale, evidence=_evidence_law_scale,
@@ -678,7 +682,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         "context_saturation", f"At a fixed logit scale, longer contexts saturate less: the "
         f"fraction below {LEVEL:g} falls with n (DotProduct, d_k={CONTEXT_D_K}), as the "
         "saturation law predicts",
-        f"the fraction at n={CONTEXT_N[0]} above that at n={CONTEXT_N[-1]} (4 SE); at each n "
+        f"the fraction at n={CONTEXT_N[0]} above that at n={CONTEXT_N[-1]} ({_Z} SE); at each n "
         "where the law states an accuracy (m <= 1/2), within it and inside the exact bounds",
         ("context",), laws=("context",), pick=_pick_context,
         judge=_judge_context_saturation, evidence=_evidence_context_saturation,
@@ -687,7 +691,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         "context_rem", "The random energy model predicts the mean entropy and max_prob "
         "against n, diffuse (scaled) and frozen (unscaled)",
         "mean entropy and max_prob within the REM's stated accuracy at each n where it "
-        "states one (diffuse: sigma <= sigma_c/2; frozen: sigma >= 2 sigma_c), 4 SE",
+        f"states one (diffuse: sigma <= sigma_c/2; frozen: sigma >= 2 sigma_c), {_Z} SE",
         ("context",), laws=("context",), pick=_pick_context,
         judge=lambda r: judge_law([g.point for g in r.rem]),
         evidence=lambda r: "against the law where it states an accuracy: "

@@ -109,3 +109,35 @@ def context_predictions() -> dict[str, Any]:
                            lo=_f(lo[i]), hi=_f(hi[i])))
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def planned_rows() -> dict[str, int]:
+    """The rows each law point needs for its claim to resolve, planned from the law.
+
+    For each point the law's claims judge (the unscaled d_k where the
+    saturation law states an accuracy, its sigma* and d_k*): a measurement
+    equal to the prediction must lie, ``Z`` standard errors each side
+    (Wilson's), inside the band the claim states (the stated accuracy and
+    the exact bounds) with ``Z`` standard errors at most ``MARGIN`` of the
+    distance to the band's nearer edge: the criteria's own
+    :func:`~fastsoftmax.verify.criteria.rows_to_resolve`.  Keys ``"d_k=64"``,
+    ..., ``"sigma*"``, ``"d_k*"``.
+    """
+    from .criteria import LawPoint, est_fraction, judge_law, judge_prediction
+    pc = claim_predictions()
+    out: dict[str, int] = {}
+
+    def need(checks):
+        return max(c.rows_needed or 0 for c in checks)
+
+    for d, q in pc["dk"].items():
+        if not math.isfinite(q["rel"]):
+            continue
+        p = q["predicted"]
+        out[f"d_k={d}"] = need(judge_law([LawPoint(f"d_k={d}", est_fraction(p, 1), p, q["rel"],
+                                                   q["abs"], q["lo"], q["hi"])]))
+    for key, name in (("at_sigma_star", "sigma*"), ("at_dk_star", "d_k*")):
+        p, rel = pc[key]["predicted"], pc[key]["rel"]
+        out[name] = need([judge_prediction(est_fraction(p, 1), p, rel)])
+    return out

@@ -21,7 +21,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Generic, Mapping, Sequence, TypeVar
 
 from .._util import jsonable
-from .criteria import Check, all_of
+from .criteria import INCONCLUSIVE, Check, all_of
 
 if TYPE_CHECKING:
     from ..summary import Summary
@@ -186,7 +186,8 @@ class ClaimSpec(Generic[R]):
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Check, ClaimSpec, Evidence
+    >>> from fastsoftmax.verify import ClaimSpec, Evidence
+    >>> from fastsoftmax.verify.criteria import Check
     >>> spec = ClaimSpec("one", "one row", "exactly one row", ("x",),
     ...                  pick=lambda ev: len(ev.points("x")),
     ...                  judge=lambda k: [Check("holds" if k == 1 else "fails", f"{k} == 1")],
@@ -288,7 +289,8 @@ class Claim:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Check, Claim
+    >>> from fastsoftmax.verify import Claim
+    >>> from fastsoftmax.verify.criteria import Check
     >>> c = Claim("literal", "[100, 101, 99] keeps healthy gradients", "0.2227",
     ...           "> 0.1", [Check("holds", "jac_diag_max 0.222695 > 0.1")], {})
     >>> c.verdict
@@ -306,6 +308,19 @@ class Claim:
         """The claim's verdict, :func:`all_of` its checks: holds, fails or inconclusive."""
         return all_of(self.checks)
 
+    @property
+    def rows_needed(self) -> int | None:
+        """When inconclusive: the rows per point that would settle its undecided checks.
+
+        The largest of their :attr:`Check.rows_needed`; None when the claim
+        is decided or no undecided check knows its count.
+        """
+        if self.verdict != INCONCLUSIVE:
+            return None
+        need = [c.rows_needed for c in self.checks
+                if c.verdict == INCONCLUSIVE and c.rows_needed is not None]
+        return max(need) if need else None
+
     def to_dict(self) -> dict[str, Any]:
         """The claim as plain JSON types, verdict and checks included.
 
@@ -313,17 +328,20 @@ class Claim:
         -------
         dict
             ``key``, ``claim``, ``evidence``, ``criterion``, ``verdict``,
-            ``checks`` (dicts of verdict and text) and ``numbers``.
+            ``rows_needed`` (:attr:`rows_needed`), ``checks`` (dicts of verdict,
+            text and rows needed) and ``numbers``.
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Check, Claim
+        >>> from fastsoftmax.verify import Claim
+        >>> from fastsoftmax.verify.criteria import Check
         >>> c = Claim("k", "a claim", "evidence", "criterion", [Check("holds", "x")], {})
         >>> c.to_dict()["checks"]
-        [{'verdict': 'holds', 'text': 'x'}]
+        [{'verdict': 'holds', 'text': 'x', 'rows_needed': None}]
         """
         return dict(key=self.key, claim=self.claim, evidence=self.evidence,
                     criterion=self.criterion, verdict=self.verdict,
+                    rows_needed=self.rows_needed,
                     checks=[dataclasses.asdict(c) for c in self.checks],
                     numbers=jsonable(self.numbers))
 

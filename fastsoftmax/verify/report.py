@@ -2,7 +2,7 @@
 import math
 
 from .constants import CONTEXT_D_K, D_K, LEVEL, N, TARGETS
-from .criteria import HOLDS, INCONCLUSIVE
+from .criteria import FAILS, HOLDS, INCONCLUSIVE, MARGIN, Z, _rows_text, describe
 from .paper import ContextPrediction, DkPredictions
 from .registry import Evidence
 
@@ -30,6 +30,11 @@ def format_report(res, width=100):
              + ((f" (the laws: {m['theory_seconds']:.1f} s)" if m["theory_seconds"] >= 0.05
                  else " (the laws: cached)") if "theory_seconds" in m else ""),
              ""]
+    planned = m.get("rows_per_point") or {}
+    if planned:
+        lines[-1:-1] = _wrap("the laws' points, planned so that each claim can resolve the "
+                             "accuracy it states: " + ", ".join(
+                                 f"{k} {v:,} rows" for k, v in planned.items()), width)
     L = res.literal["literal"]
     lines.append("softmax([100, 101, 99]) = [" + ", ".join(f"{v:.6f}" for v in L["p"])
                  + "]   (float64, fs.softmax; the same for [0, 1, -1])")
@@ -72,14 +77,21 @@ def format_report(res, width=100):
             v = c.verdict.upper() if k == 0 else ""
             lines.append(f"{str(i) if k == 0 else '':>2} {a:<{wc}} {b:<{we}} {v}".rstrip())
         lines.append("")
-    lines.append("Criteria (verdicts computed: HOLDS beyond 4 standard errors, FAILS if "
-                 "contradicted beyond 4, else INCONCLUSIVE):")
+    rule = _wrap("Criteria (verdicts computed, one rule: " + describe(m.get("z", Z),
+                                                                   m.get("margin", MARGIN))
+                 + "):", width)
+    lines.extend(rule)
     for i, c in enumerate(res.claims, 1):
-        bad = list(dict.fromkeys(f"{ch.text} ({ch.verdict})" for ch in c.checks
-                                 if ch.verdict != HOLDS))
+        # the failures first, then the undecided checks that need the most rows
+        worst = sorted((ch for ch in c.checks if ch.verdict != HOLDS),
+                       key=lambda ch: (ch.verdict != FAILS, -(ch.rows_needed or 0)))
+        bad = list(dict.fromkeys(f"{ch.text} ({ch.verdict})" for ch in worst))
         txt = f"{i}. {c.criterion}" + (f" [not met: {'; '.join(bad[:3])}]" if bad else "")
         if c.verdict == INCONCLUSIVE:
-            txt += " More --samples would decide."
+            need = c.rows_needed
+            txt += (f" Needs about {_rows_text(need)} rows per point (--samples {need})."
+                    if need else
+                    " No row count alone settles it.")
         wrapped = _wrap(txt, width - 2)
         lines.extend(["  " + wrapped[0]] + ["     " + w for w in wrapped[1:]])
     return "\n".join(lines)

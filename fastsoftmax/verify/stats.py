@@ -6,7 +6,7 @@ standard errors; :func:`est_mean`, :func:`est_log10_mean`,
 :class:`~fastsoftmax.Stat`, :func:`measures` the four that describe a
 vanishing gradient.  Nothing here knows about the paper's claims.
 
->>> from fastsoftmax.verify import Est
+>>> from fastsoftmax.verify.criteria import Est
 >>> Est.normal(1e-8, 1e-9).hi
 1.4e-08
 """
@@ -31,6 +31,9 @@ class Est:
     What the criteria compare.  ``lo`` and ``hi`` bound the quantity beyond
     ``Z`` standard errors: value -/+ Z se for a normal estimate, the
     order-statistic bounds of a quantile, the Wilson bounds of a fraction.
+    ``rows`` (the rows behind it, 0 when unknown) and ``kind`` let
+    :meth:`at_rows` say what the estimate would be with more rows: how a
+    criterion that is undecided finds the rows that would decide it.
 
     Parameters
     ----------
@@ -42,6 +45,12 @@ class Est:
         Lower bound (Z standard errors).
     hi : float
         Upper bound (Z standard errors).
+    rows : int, default 0
+        The rows it was measured on (0: unknown, or an exact number).
+    kind : {"normal", "fraction", "quantile", "exact"}, default "normal"
+        How its bounds narrow with more rows: as 1/sqrt(rows) (normal,
+        quantile, down to the sketch's resolution), as Wilson's bounds
+        (fraction), or not at all (exact).
 
     See Also
     --------
@@ -49,7 +58,7 @@ class Est:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est
+    >>> from fastsoftmax.verify.criteria import Est
     >>> Est.normal(1.0, 0.1)
     Est(value=1.0, se=0.1, lo=0.6, hi=1.4)
     >>> Est.exact(0.25).se
@@ -59,9 +68,11 @@ class Est:
     se: float
     lo: float
     hi: float
+    rows: int = dataclasses.field(default=0, repr=False)
+    kind: str = dataclasses.field(default="normal", repr=False)
 
     @classmethod
-    def normal(cls, value: float, se: float, z: float = Z) -> Est:
+    def normal(cls, value: float, se: float, z: float = Z, rows: int = 0) -> Est:
         """A normal estimate: bounds value -/+ z se.
 
         Parameters
@@ -72,6 +83,8 @@ class Est:
             Its standard error.
         z : float, default 4.0
             Standard errors to the bounds.
+        rows : int, default 0
+            The rows it was measured on (0: unknown).
 
         Returns
         -------
@@ -80,11 +93,12 @@ class Est:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Est
+        >>> from fastsoftmax.verify.criteria import Est
         >>> Est.normal(0.5, 0.01, z=2).hi
         0.52
         """
-        return cls(float(value), float(se), float(value - z * se), float(value + z * se))
+        return cls(float(value), float(se), float(value - z * se), float(value + z * se),
+                   int(rows), "normal")
 
     @classmethod
     def exact(cls, value: float) -> Est:
@@ -102,11 +116,55 @@ class Est:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Est
+        >>> from fastsoftmax.verify.criteria import Est
         >>> Est.exact(0.222695)
         Est(value=0.222695, se=0.0, lo=0.222695, hi=0.222695)
         """
-        return cls(float(value), 0.0, float(value), float(value))
+        return cls(float(value), 0.0, float(value), float(value), 0, "exact")
+
+    def at_rows(self, rows: float, z: float = Z) -> Est:
+        r"""The same estimate measured on ``rows`` rows, with bounds at ``z`` SE.
+
+        The value stays; the standard error scales as
+        :math:`\sqrt{\mathrm{rows_0} / \mathrm{rows}}` and the bounds with
+        it (a quantile's never inside the sketch's 1%); a fraction's bounds
+        are Wilson's at ``rows``.  An exact number, or one whose rows are
+        unknown, is returned as it is.
+
+        Parameters
+        ----------
+        rows : float
+            The rows (> 0).
+        z : float, default 4.0
+            Standard errors to the bounds (the ones given were at ``Z``).
+
+        Returns
+        -------
+        Est
+            The projected estimate.
+
+        Examples
+        --------
+        >>> from fastsoftmax.verify.criteria import Est, est_fraction
+        >>> Est.normal(0.5, 0.02, rows=100).at_rows(400).se
+        0.01
+        >>> est_fraction(0.0, 1000).at_rows(10**6).hi < 2e-5
+        True
+        """
+        if self.kind == "exact" or self.rows <= 0:
+            return self
+        if self.kind == "fraction":
+            return est_fraction(self.value, rows, z)
+        f = math.sqrt(self.rows / rows)
+        w = f * z / Z
+        lo = self.value - w * (self.value - self.lo)
+        hi = self.value + w * (self.hi - self.value)
+        se = self.se * f
+        if self.kind == "quantile":
+            v = abs(self.value)
+            lo, hi = min(lo, self.value - SKETCH_REL * v), max(hi, self.value + SKETCH_REL * v)
+            se = max(se, SKETCH_REL * v)
+        return Est(self.value, se, lo, hi, int(math.ceil(rows)), self.kind)
 
     def fmt(self, spec: str = ".3g") -> str:
         """The estimate as text, ``value ± se``.
@@ -123,7 +181,7 @@ class Est:
 
         Examples
         --------
-        >>> from fastsoftmax.verify import Est
+        >>> from fastsoftmax.verify.criteria import Est
         >>> Est.normal(0.05512, 0.00061).fmt()
         '0.0551 ± 0.00061'
         """
@@ -155,13 +213,13 @@ def est_mean(stat: Stat, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
-    >>> from fastsoftmax.verify import est_mean
+    >>> from fastsoftmax.verify.criteria import est_mean
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
     >>> e = est_mean(s["max_prob"])
     >>> round(e.value, 4), round(e.se, 4)
     (0.347, 0.0078)
     """
-    return Est.normal(stat.mean, stat.sem, z)
+    return Est.normal(stat.mean, stat.sem, z, stat.count)
 
 
 def est_log10_mean(stat: Stat, z: float = Z) -> Est:
@@ -185,12 +243,12 @@ def est_log10_mean(stat: Stat, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
-    >>> from fastsoftmax.verify import est_log10_mean
+    >>> from fastsoftmax.verify.criteria import est_log10_mean
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
     >>> round(est_log10_mean(s["max_prob"]).value, 4)
     -0.4793
     """
-    return Est.normal(stat.log10_mean, stat.log10_sem, z)
+    return Est.normal(stat.log10_mean, stat.log10_sem, z, stat.count)
 
 
 def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
@@ -218,7 +276,7 @@ def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
-    >>> from fastsoftmax.verify import est_quantile
+    >>> from fastsoftmax.verify.criteria import est_quantile
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
     >>> e = est_quantile(s["max_prob"])
     >>> bool(e.lo < e.value < e.hi and e.se >= 0.01 * e.value)
@@ -232,10 +290,10 @@ def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
     se = max(se, SKETCH_REL * abs(value))
     lo = float(stat.quantile(lo_q)) / (1 + SKETCH_REL)
     hi = float(stat.quantile(hi_q)) * (1 + SKETCH_REL)
-    return Est(value, se, lo, hi)
+    return Est(value, se, lo, hi, int(n), "quantile")
 
 
-def est_fraction(p: float, n: int, z: float = Z) -> Est:
+def est_fraction(p: float, n: float, z: float = Z) -> Est:
     r"""A fraction p of n rows: binomial standard error and Wilson score bounds.
 
     .. math::
@@ -249,8 +307,8 @@ def est_fraction(p: float, n: int, z: float = Z) -> Est:
     ----------
     p : float
         The observed fraction.
-    n : int
-        The number of rows (> 0).
+    n : float
+        The number of rows (> 0; a projected count may be fractional).
     z : float, default 4.0
         Standard errors to the bounds.
 
@@ -261,7 +319,7 @@ def est_fraction(p: float, n: int, z: float = Z) -> Est:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import est_fraction
+    >>> from fastsoftmax.verify.criteria import est_fraction
     >>> e = est_fraction(0.3, 1000)
     >>> round(e.se, 4), round(e.lo, 3), round(e.hi, 3)
     (0.0145, 0.246, 0.361)
@@ -273,7 +331,7 @@ def est_fraction(p: float, n: int, z: float = Z) -> Est:
     d = 1 + z * z / n
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return Est(p, se, max(0.0, c - h), min(1.0, c + h))
+    return Est(p, se, max(0.0, c - h), min(1.0, c + h), int(math.ceil(n)), "fraction")
 
 
 def measures(stat: Stat, level: float = LEVEL, z: float = Z) -> dict[str, Est]:
@@ -303,7 +361,7 @@ def measures(stat: Stat, level: float = LEVEL, z: float = Z) -> dict[str, Est]:
     Examples
     --------
     >>> import fastsoftmax as fs
-    >>> from fastsoftmax.verify import measures
+    >>> from fastsoftmax.verify.criteria import measures
     >>> s = fs.simulate(fs.models.DotProduct(n=64, d_k=4096, scaled=False), 10_000)
     >>> m = measures(s["jac_diag_max"])
     >>> sorted(m)

@@ -1,12 +1,14 @@
-r"""The judges of this paper's claims: :func:`measures` of the points -> checks.
+r"""The judges of this paper's claims (private): :func:`measures` of the points -> checks.
 
-Each judge states one claim's conditions with the generic criteria of
-:mod:`.criteria` (beyond ``Z`` standard errors) and returns the list of
-:class:`~fastsoftmax.verify.Check`; :func:`~fastsoftmax.verify.all_of` of it
-is the claim's verdict.  The claims themselves (what each needs, how its
-evidence reads) are the entries of :data:`fastsoftmax.verify.CLAIMS`.
+Each judge states one claim's conditions with the public criteria of
+:mod:`fastsoftmax.verify.criteria` (one rule, ``Z`` standard errors) and
+returns the list of :class:`~fastsoftmax.verify.criteria.Check`;
+:func:`~fastsoftmax.verify.criteria.all_of` of it is the claim's verdict.  The
+claims themselves (what each needs, how its evidence reads) are the entries
+of :data:`fastsoftmax.verify.CLAIMS`.
 
->>> from fastsoftmax.verify import Est, all_of, judge_ce_right
+>>> from fastsoftmax.verify.criteria import Est, all_of
+>>> from fastsoftmax.verify._judges import judge_ce_right
 >>> all_of(judge_ce_right(dict(median=Est.normal(0.93, 0.01)),
 ...                       dict(median=Est.normal(1.6e-8, 6e-10))))
 'holds'
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from .constants import LEVEL
+from .constants import EQUIV_DECADES, EQUIV_REL, LEVEL, Z
 from .criteria import (FAILS, HOLDS, INCONCLUSIVE, Check, _v, above, below, close, drop,
                        judge_prediction, near, ratio_below, same, within_factor)
 from .stats import Est
@@ -46,7 +48,8 @@ def judge_saturation(small: dict[str, Est], large: dict[str, Est]) -> list[Check
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_saturation
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_saturation
     >>> small = dict(median=Est.normal(0.055, 6e-4), mean=Est.normal(0.076, 1e-4),
     ...              log10_mean=Est.normal(-1.25, 5e-4), below=Est.exact(0.0))
     >>> large = dict(median=Est.normal(1.6e-8, 6e-10), mean=Est.normal(0.018, 7e-5),
@@ -81,7 +84,8 @@ def judge_flat(ref: dict[str, Est], others: Sequence[dict[str, Est]]) -> list[Ch
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_flat
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_flat
     >>> m = dict(median=Est.normal(0.0868, 9e-4), log10_mean=Est.normal(-1.05, 5e-4),
     ...          below=Est.exact(0.0))
     >>> all_of(judge_flat(m, [m, m]))
@@ -120,7 +124,8 @@ def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
     Examples
     --------
     >>> import fastsoftmax as fs
-    >>> from fastsoftmax.verify import all_of, judge_literal
+    >>> from fastsoftmax.verify.criteria import all_of
+    >>> from fastsoftmax.verify._judges import judge_literal
     >>> a = float(fs.observables([[100.0, 101.0, 99.0]])["jac_diag_max"][0])
     >>> b = float(fs.observables([[0.0, 1.0, -1.0]])["jac_diag_max"][0])
     >>> all_of(judge_literal(a, b))
@@ -136,8 +141,10 @@ def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
 def judge_shift(ref: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[Check]:
     """The objection (claim ``offset``): a common offset changes nothing.
 
-    Every offset's statistics equal the offset-0 ones (each observable's
-    mean and log10-mean, within 4 SE: :func:`same`) and are far from
+    Every offset's statistics equal the offset-0 ones within an equivalence
+    margin (:func:`same`: each observable's mean within ``EQUIV_REL`` of
+    offset 0's, its log10-mean within ``EQUIV_DECADES``, the interval of the
+    difference included) and are far from
     vanishing (median jac_diag_max > 1e-2, fewer than 1e-3 of the rows below
     ``LEVEL``).
 
@@ -156,7 +163,8 @@ def judge_shift(ref: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[C
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_shift
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_shift
     >>> m = dict(entropy=dict(mean=Est.normal(3.2, 1e-3), log10_mean=Est.normal(0.5, 1e-4)),
     ...          jac=dict(median=Est.normal(0.087, 1e-3), below=Est.exact(0.0)))
     >>> all_of(judge_shift(m, [m]))
@@ -167,8 +175,10 @@ def judge_shift(ref: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[C
         for name in m:
             if name == "jac":
                 continue
-            checks.append(same(m[name]["mean"], ref[name]["mean"], f"{name} mean"))
-            checks.append(same(m[name]["log10_mean"], ref[name]["log10_mean"],
+            r = ref[name]["mean"]
+            checks.append(same(m[name]["mean"], r, EQUIV_REL * (abs(r.value) or 1.0),
+                               f"{name} mean"))
+            checks.append(same(m[name]["log10_mean"], ref[name]["log10_mean"], EQUIV_DECADES,
                                f"{name} log10-mean"))
     for m in [ref] + list(others):
         checks.append(above(m["jac"]["median"], 1e-2, "median"))
@@ -196,7 +206,8 @@ def judge_ce_right(small: dict[str, Est], large: dict[str, Est]) -> list[Check]:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_ce_right
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_ce_right
     >>> all_of(judge_ce_right(dict(median=Est.normal(0.93, 0.01)),
     ...                       dict(median=Est.normal(1.6e-8, 6e-10))))
     'holds'
@@ -226,7 +237,8 @@ def judge_ce_wrong(target_m: dict[str, Est], norm_median: Est) -> list[Check]:
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_ce_wrong
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_ce_wrong
     >>> all_of(judge_ce_wrong(dict(median=Est.normal(0.99, 0.01), mean=Est.normal(0.98, 2e-4)),
     ...                       Est.normal(1.416, 0.01)))
     'holds'
@@ -260,7 +272,8 @@ def judge_scale(cross_gauss: dict[str, Any] | None, cross_dk: dict[str, Any] | N
 
     Examples
     --------
-    >>> from fastsoftmax.verify import all_of, judge_scale
+    >>> from fastsoftmax.verify.criteria import all_of
+    >>> from fastsoftmax.verify._judges import judge_scale
     >>> c = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
     >>> all_of(judge_scale(c, dict(c, x=49.0)))
     'holds'
@@ -272,9 +285,9 @@ def judge_scale(cross_gauss: dict[str, Any] | None, cross_dk: dict[str, Any] | N
         if c is None:
             checks.append(Check(FAILS, f"{name} never crosses {LEVEL:g}"))
         else:
-            checks.append(Check(HOLDS if c["significant"] else INCONCLUSIVE,
-                                f"{name} crosses {LEVEL:g} in [{c['x_lo']:.4g}, "
-                                f"{c['x_hi']:.4g}]"))
+            text = f"{name} crosses {LEVEL:g} in [{c['x_lo']:.4g}, {c['x_hi']:.4g}]"
+            checks.append(Check(HOLDS, text) if c["significant"] else Check(
+                INCONCLUSIVE, f"{text}: no point on each side beyond {Z:g} SE"))
     if cross_gauss is not None and cross_dk is not None:
         r = cross_gauss["x"] / cross_dk["x"]
         checks.append(Check(HOLDS if abs(r - 1) <= tol else FAILS,
@@ -315,9 +328,10 @@ def judge_critical(at_star: Est, predicted: float, rel: float, star: float,
 
     Examples
     --------
-    >>> from fastsoftmax.verify import Est, all_of, judge_critical
+    >>> from fastsoftmax.verify.criteria import Est, all_of
+    >>> from fastsoftmax.verify._judges import judge_critical
     >>> c = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
-    >>> all_of(judge_critical(Est.normal(0.4995, 0.0007), 0.5, 0.005, 49.23, c))
+    >>> all_of(judge_critical(Est.normal(0.5, 0.0004), 0.5, 0.005, 49.23, c))
     'holds'
     >>> all_of(judge_critical(Est.normal(0.4995, 0.0007), 0.5, 0.005, 70.0, c))
     'fails'
@@ -331,5 +345,7 @@ def judge_critical(at_star: Est, predicted: float, rel: float, star: float,
     text = (f"predicted {what} {star:.4g} in the measured crossing interval "
             f"[{cross['x_lo']:.4g}, {cross['x_hi']:.4g}]")
     sig = bool(cross["significant"])
+    if not sig:
+        text += f": the crossing is not located beyond {Z:g} SE"
     checks.append(Check(_v(inside and sig, not inside and sig), text))
     return checks
