@@ -63,7 +63,8 @@ def claim_predictions() -> dict[str, Any]:
 
 
 def _phase(n, scale):
-    sc = math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
+    from .. import theory
+    sc = float(theory.freezing_scale(n))
     if scale <= 0.5 * sc:
         return "diffuse"
     if scale >= 2.0 * sc:
@@ -104,7 +105,7 @@ def context_predictions() -> dict[str, Any]:
                 entropy=dict(predicted=_f(ent[i]), rel=_f(rel_e[i]), abs=_f(ab_e[i])),
                 max_prob_mean=dict(predicted=_f(mp[i]), rel=_f(rel_m[i]), abs=_f(ab_m[i])),
                 max_prob_median=_f(med[i]), expected_max=_f(emax[i]),
-                expected_max_leading=_f(typ[i] * math.sqrt(2.0 * math.log(n))),
+                expected_max_leading=_f(typ[i] * sc[i]),
                 below=dict(predicted=_f(frac[i]), rel=_f(rel_f[i]), abs=_f(ab_f[i]),
                            lo=_f(lo[i]), hi=_f(hi[i])))
     out["seconds"] = time.perf_counter() - t0
