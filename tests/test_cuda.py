@@ -429,18 +429,43 @@ def _child_ptx():
     return out
 
 
+def _child_builtin():
+    # numba's own numba.cuda (the state without numba-cuda): the import
+    # redirection numba-cuda installs is dropped before numba.cuda is imported
+    import numba.cuda
+    import fastsoftmax as fs
+    from fastsoftmax.backends import cuda_status
+    from fastsoftmax.models import Gaussian
+    ok, why = cuda_status()
+    out = {"implementation": getattr(numba.cuda, "implementation", None),
+           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM"), "available": ok,
+           "reason": why}
+    for key, f in (("simulate", lambda: fs.simulate(Gaussian(n=4), 10, backend="cuda")),
+                   ("summarize", lambda: fs.summarize(np.zeros((3, 4)), backend="cuda"))):
+        try:
+            f()
+            out[key] = "no error"
+        except Exception as e:   # noqa: BLE001 - the type is asserted by the parent
+            out[key] = f"{type(e).__name__}: {e}"
+    return out
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
+    if mode == "builtin":
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"]
     try:
         import numba.cuda
     except Exception as e:   # noqa: BLE001
         print("RESULT " + json.dumps({"skip": f"numba.cuda cannot be imported: {e}"}))
         sys.exit(0)
-    if mode != "nogpu" and getattr(numba.cuda, "implementation", "") == "Built-in":
+    if mode not in ("nogpu", "builtin") and getattr(numba.cuda, "implementation",
+                                                    "") == "Built-in":
         print("RESULT " + json.dumps({"skip": "numba-cuda is not installed (numba's "
                                               "deprecated built-in CUDA target only)"}))
         sys.exit(0)
-    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx}[mode]
+    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx,
+          "builtin": _child_builtin}[mode]
     print("RESULT " + json.dumps(fn(), default=float))
     sys.exit(0)
 
@@ -598,6 +623,22 @@ def test_cuda_backend_without_gpu():
     assert res["summarize_cuda"] == res["cuda"]
     assert res["auto_backend"] == "cpu"
     assert res["summarize_auto"] == 3
+
+
+@pytest.mark.parametrize("simulator", [1, 0])
+def test_cuda_backend_with_numba_builtin_cuda_only(simulator):
+    # numba's built-in numba.cuda alone (with or without the simulator):
+    # backend="cuda" says what to install, before any work
+    res = _run_child("builtin", **({"NUMBA_ENABLE_CUDASIM": 1} if simulator else {}))
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    assert res["implementation"] == "Built-in"
+    assert not res["available"]
+    assert "numba-cuda is not installed" in res["reason"]
+    assert "pip install" in res["reason"]
+    expect = f"RuntimeError: backend='cuda' is not usable: {res['reason']}"
+    assert res["simulate"] == expect
+    assert res["summarize"] == expect
 
 
 def test_kernels_compile_for_sm90_without_fastmath():

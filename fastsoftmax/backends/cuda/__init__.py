@@ -89,14 +89,31 @@ from ..common import ArrayJob, ModelJob, is_host_array, unsupported
 
 __all__ = ["status", "backend"]
 
+_INSTALL = ("pip install 'fastsoftmax[cuda]' (numba-cuda), or 'numba-cuda[cu12]' for "
+            "NVIDIA's CUDA 12 libraries as wheels")
+
 
 @functools.lru_cache(maxsize=None)
 def status() -> tuple[bool, str]:
-    """(usable, why): can CUDA kernels run here?  Never raises."""
+    """(usable, why): can CUDA kernels run here?  Never raises.
+
+    numba >= 0.62 keeps a deprecated ``numba.cuda`` of its own that the
+    package ``numba-cuda`` replaces when installed; that built-in one lacks
+    the device queries the backend makes (under ``NUMBA_ENABLE_CUDASIM=1`` it
+    has no ``get_current_device``), so it counts as CUDA not installed."""
+    try:
+        import numba.cuda as nbcuda
+    except ImportError as e:
+        return False, f"numba-cuda is not installed ({e}); {_INSTALL}"
+    except Exception as e:    # noqa: BLE001 - a broken CUDA install must not break "auto"
+        return False, f"numba.cuda failed to import: {type(e).__name__}: {e}"
+    if getattr(nbcuda, "implementation", None) != "NVIDIA":
+        return False, ("numba-cuda is not installed (only numba's built-in numba.cuda, "
+                       f"which this backend cannot use); {_INSTALL}")
     try:
         from . import _kernels
     except ImportError as e:
-        return False, f"numba-cuda is not installed ({e}); pip install 'fastsoftmax[cuda]'"
+        return False, f"numba-cuda is not installed ({e}); {_INSTALL}"
     except Exception as e:    # noqa: BLE001 - a broken CUDA install must not break "auto"
         return False, f"numba.cuda failed to import: {type(e).__name__}: {e}"
     return _kernels.probe()
