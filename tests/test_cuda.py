@@ -13,8 +13,12 @@
   directly), a thread per row and groups of 2 to 16 threads per row.
 * Without the simulator: ``backend="cuda"`` raises a clear RuntimeError when no
   GPU is usable and ``backend="auto"`` falls back to the CPU.
-* When NVVM is installed (numba-cuda's compiler, no GPU needed): the real
-  kernels compile for sm_90, and their PTX has no fast-math instructions.
+* When NVVM is installed (numba-cuda's compiler, no GPU needed): a few of the
+  compile gate's variants (``bench/gpu_compile.py``, the same list and the
+  argument types the launcher passes) compile for sm_90 without spills, and
+  their PTX has no fast-math instructions.
+* With numba's built-in ``numba.cuda`` only (numba-cuda not installed),
+  ``backend="cuda"`` says what to install.
 
 Everything skips cleanly when numba.cuda cannot be imported.
 """
@@ -320,8 +324,9 @@ def _scenarios():
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
         _patch()
-        ks = [_kernels._kernel("observe", 32, 1, True), _kernels._kernel("observe", 32, 4, False),
-              _kernels._kernel("softmax", 32, 4, True), _kernels._copy4]
+        ks = [_kernels.get_kernel("observe", 32, 1, True),
+              _kernels.get_kernel("observe", 32, 4, False),
+              _kernels.get_kernel("softmax", 32, 4, True), _kernels.get_kernel("copy4")]
         return {"jit": dict(_kernels._JIT), "fastmath": [bool(k._fastmath) for k in ks]}
     add("kernel_options", kernel_options)
     return S
@@ -372,59 +377,49 @@ def _child_nogpu():
 _FASTMATH_PTX = r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)\.approx\.(ftz\.)?f32"
 
 
+# the variants compiled here: a few of the compile gate's list (bench/gpu_compile.py
+# compiles all of them, for sm_80 and sm_90)
+PTX_VARIANTS = ("observe/generated/float32", "observe/rows/n128/float32/A",
+                "log_softmax/n128/float32/C", "copy4/float16->float32")
+
+
 def _child_ptx():
     import re
-    import types as pytypes
 
-    import numba.cuda.dispatcher as disp
     from numba import cuda
-    from numba import types as T
     from numba.cuda.cudadrv import nvvm
     try:
         nvvm.NVVM()
     except Exception as e:   # noqa: BLE001
         return {"skip": f"NVVM not available: {e}"}
-    # device functions ask the current device for its compute capability;
-    # there is none here: answer sm_90 (H100/H200)
-    disp.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
-    from fastsoftmax.backends.cuda import _kernels as _cuda
-
-    def a(dt, nd, layout="A"):
-        return T.Array(dt, nd, layout)
-    f64, i64, u64 = T.float64, T.int64, T.uint64
-
-    def obs_sig(dt, xl):
-        return (a(dt, 2, xl), i64, a(f64, 1, "C"), u64, i64, i64, i64, a(i64, 1, "C"), i64,
-                i64, i64, i64, a(f64, 1, "C"), i64, a(dt, 2), a(dt, 2), a(f64, 3, "C"), a(f64, 2, "C"),
-                a(f64, 2, "C"), a(i64, 2, "C"), a(i64, 3, "C"), a(i64, 2, "C"), a(i64, 2, "C"),
-                a(i64, 1, "C"), i64, a(i64, 1, "C"))
-    jobs = {
-        "observe_generated_f32": (_cuda._build_observe(128, 1, True),
-                                  obs_sig(T.float32, "C")),
-        "observe_rows_g8_f32": (_cuda._build_observe(128, 8, False), obs_sig(T.float32, "A")),
-        "log_softmax_g8_f32": (_cuda._build_softmax(128, 8, True),
-                               (a(T.float32, 2), a(T.float32, 2), i64)),
-        "copy4_f16_f32": (_cuda._copy4, (a(T.float16, 4), a(T.float32, 4))),
-    }
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import gpu_compile as gate
+    try:
+        gate.ptxas_path()
+    except RuntimeError as e:
+        return {"skip": str(e)}
+    variants = gate.capture(PTX_VARIANTS)
     out = {}
-    from numba.cuda.cudadrv.error import CudaSupportError
-    for name, (k, sig) in jobs.items():
+    for v in variants:
         try:
-            ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), **_cuda._JIT)
-        except CudaSupportError as e:    # this numba-cuda asks a device elsewhere
-            return {"skip": f"compile_ptx needs a CUDA driver here: {e}"}
-        except Exception as e:           # noqa: BLE001
+            row = gate.compile_variant(v, (9, 0), keep_ptx=True)
+        except Exception as e:   # noqa: BLE001
             # NVVM imports but the toolkit libraries (NVRTC) are not installed
             if type(e).__name__ == "DynamicLibNotFoundError" or "nvrtc" in str(e).lower():
                 return {"skip": f"CUDA toolkit libraries not installed: {e}"}
             raise
-        out[name] = {"fastmath_ops": sorted(set(m.group(0) for m in
-                                                re.finditer(_FASTMATH_PTX, ptx))),
-                     "bytes": len(ptx)}
+        if "error" in row and "nvrtc" in row["error"].lower():
+            return {"skip": f"CUDA toolkit libraries not installed: {row['error']}"}
+        ptx = row.pop("ptx", "")
+        out[v["name"]] = {"fastmath_ops": sorted(set(m.group(0) for m in
+                                                     re.finditer(_FASTMATH_PTX, ptx))),
+                          "bytes": len(ptx), "error": row.get("error"),
+                          "spill": row.get("spill")}
     # the check sees fast math when it is there
-    ptx, _ = cuda.compile_ptx(_cuda._build_softmax(128, 8, True).py_func,
-                              (a(T.float32, 2), a(T.float32, 2), i64), cc=(9, 0),
-                              fastmath=True)
+    v = [v for v in variants if v["name"].startswith("log_softmax")][0]
+    from fastsoftmax.backends.cuda import _kernels
+    ptx, _ = cuda.compile_ptx(_kernels._BUILDERS[v["kind"]](*v["key"]).py_func, v["argtypes"],
+                              cc=(9, 0), fastmath=True)
     out["_fastmath_control"] = sorted(set(m.group(0) for m in re.finditer(_FASTMATH_PTX, ptx)))
     return out
 
@@ -647,6 +642,9 @@ def test_kernels_compile_for_sm90_without_fastmath():
         pytest.skip(res["skip"])
     control = res.pop("_fastmath_control")
     assert control, "the fast-math check found nothing in a fastmath=True kernel"
+    assert sorted(res) == sorted(PTX_VARIANTS)
     for name, v in res.items():
+        assert v["error"] is None, (name, v["error"])
+        assert v["spill"] == 0, name
         assert v["bytes"] > 1000, name
         assert v["fastmath_ops"] == [], (name, v["fastmath_ops"])
