@@ -110,7 +110,6 @@ class _Captured(BaseException):
 def _capture_one(call, kw, which):
     """Run one host call under the simulator with the launch stand-in; return
     (kind, key, argument types) of launch number ``which``."""
-    import numba
     from numba import cuda
 
     import fastsoftmax as fs
@@ -129,7 +128,7 @@ def _capture_one(call, kw, which):
 
         def __call__(self, *args):
             if len(seen) == which:
-                types = [numba.typeof(a._ary if hasattr(a, "_ary") else a) for a in args]
+                types = [_typeof(a) for a in args]
                 seen.append((self.kind, self.key, types))
                 raise _Captured()
             seen.append(None)
@@ -168,10 +167,22 @@ def _capture_one(call, kw, which):
     return seen[which]
 
 
+def _typeof(a):
+    """numba.typeof of a kernel argument (the simulator's device arrays
+    typed as the host arrays they wrap, as a device's are typed)."""
+    import numba
+    from numba import types as T
+    if isinstance(a, tuple):
+        return T.Tuple([_typeof(b) for b in a])
+    return numba.typeof(a._ary if hasattr(a, "_ary") else a)
+
+
 def _type_to_json(t):
     from numba import types as T
     if isinstance(t, T.Array):
         return ["array", str(t.dtype), t.ndim, t.layout]
+    if isinstance(t, T.BaseTuple):
+        return ["tuple", [_type_to_json(u) for u in t]]
     return ["scalar", str(t)]
 
 
@@ -179,6 +190,8 @@ def _type_from_json(j):
     from numba import types as T
     if j[0] == "array":
         return T.Array(getattr(T, j[1]), j[2], j[3])
+    if j[0] == "tuple":
+        return T.Tuple([_type_from_json(u) for u in j[1]])
     return getattr(T, j[1])
 
 
@@ -342,6 +355,189 @@ def run_gate(variants, ccs=CCS, max_registers=None, jobs=1):
     return [_work(t) for t in tasks]
 
 
+# --------------------------------------------------------------------------
+# roofline prediction from the PTX
+
+#: H200 SXM (NVIDIA's data sheet): HBM3e bandwidth, FP32 and FP64 (non-tensor)
+#: peak, multiprocessors, boost clock; instruction rates derived from them:
+#: an FMA is 2 flops, every SM issues 4 warp-instructions (128 thread-
+#: instructions) a clock, and has 16 special-function lanes (MUFU: ex2, lg2,
+#: rcp, rsqrt, sin, cos).
+H200 = dict(name="H200 SXM", hbm_bytes_s=4.8e12, fp32_flops=67e12, fp64_flops=34e12, sms=132,
+            clock_hz=1.98e9, sfu_per_sm=16, issue_per_sm=128)
+_LABEL = re.compile(r"^(\$L__\w+):")
+_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__\w+);")
+_ELEM_LD = re.compile(r"^(?:@!?%p\d+\s+)?ld(?:\.global)?(?:\.nc)?(?:\.v[24])?\.(f32|f64|u16|b16)\b")
+_ELEM_ST = re.compile(r"^(?:@!?%p\d+\s+)?st(?:\.global)?(?:\.v[24])?\.(f32|f64|u16|b16)\b")
+_SKIP = re.compile(r"^(?:@!?%p\d+\s+)?(ld\.param|mov|cvta|ret|bar|//)")
+_F32 = re.compile(r"^(?:@!?%p\d+\s+)?(add|sub|mul|fma|div|rcp|sqrt|min|max|neg|abs|setp\.[a-z]+|"
+                  r"selp|cvt[.a-z0-9]*)(?:\.[a-z0-9]+)*\.f32\b")
+_F64 = re.compile(r"^(?:@!?%p\d+\s+)?(add|sub|mul|fma|div|rcp|sqrt|min|max|neg|abs|setp\.[a-z]+|"
+                  r"selp|cvt[.a-z0-9]*)(?:\.[a-z0-9]+)*\.f64\b")
+_SFU = re.compile(r"^(?:@!?%p\d+\s+)?(ex2|lg2|rcp|rsqrt|sqrt|sin|cos|tanh)\.approx")
+
+
+def _instructions(ptx):
+    """The entry's instructions (labels as ('label', name)), comments and
+    directives dropped."""
+    body = ptx[ptx.index(".entry"):]
+    out = []
+    for ln in body.splitlines():
+        t = ln.strip()
+        if not t or t.startswith(("//", ".", "{", "}", ")", "(")):
+            continue
+        m = _LABEL.match(t)
+        out.append(("label", m.group(1)) if m else ("ins", t.rstrip(";")))
+    return out
+
+
+def _classify(lines):
+    c = {"all": 0, "f32": 0, "f64": 0, "sfu": 0}
+    for t in lines:
+        c["all"] += 1
+        c["f32"] += bool(_F32.match(t))
+        c["f64"] += bool(_F64.match(t))
+        c["sfu"] += bool(_SFU.match(t))
+    return c
+
+
+def ptx_loops(ptx):
+    """The element loops of a kernel: innermost loops (a backward branch with
+    no other inside it) that load or store row elements, each with its body's
+    instruction classes and its elements per iteration; and the instruction
+    classes of everything else (straight-line code, run once per row at most)."""
+    items = _instructions(ptx)
+    ins = []
+    where = {}
+    for kind, t in items:
+        if kind == "label":
+            where[t] = len(ins)
+        else:
+            ins.append(t)
+    back = []
+    for j, t in enumerate(ins):
+        m = _BRANCH.search(t)
+        if m and where.get(m.group(1), len(ins)) <= j:
+            back.append((where[m.group(1)], j))
+    inner = [(i, j) for i, j in back
+             if not any(i <= a and b <= j and (a, b) != (i, j) for a, b in back)]
+    loops = []
+    in_loop = set()
+    for i, j in sorted(inner):
+        body = ins[i:j + 1]
+        lds = sum(bool(_ELEM_LD.match(t)) for t in body)
+        sts = sum(bool(_ELEM_ST.match(t)) for t in body)
+        if lds + sts == 0:
+            continue
+        loops.append({"span": (i, j), "loads": lds, "stores": sts, **_classify(body)})
+        in_loop.update(range(i, j + 1))
+    rest = _classify([t for k, t in enumerate(ins) if k not in in_loop])
+    return loops, rest
+
+
+def element_passes(loops):
+    """Per-element instruction classes summed over the passes over a row:
+    the loops doing the most element accesses per iteration (the unrolled
+    main loops; their remainder loops, fewer accesses, are not counted), each
+    divided by its accesses per iteration."""
+    if not loops:
+        return {"all": 0.0, "f32": 0.0, "f64": 0.0, "sfu": 0.0, "passes": 0}
+    acc = max(lp["loads"] + lp["stores"] for lp in loops)
+    main = [lp for lp in loops if lp["loads"] + lp["stores"] == acc]
+    tot = {k: sum(lp[k] / acc for lp in main) for k in ("all", "f32", "f64", "sfu")}
+    tot["passes"] = len(main)
+    return tot
+
+
+#: the predicted cases: (label, variant name, n, bytes moved through HBM per logit)
+ROOFLINE_N = (64, 1024, 16384)
+
+
+def _roofline_variant(kind, n, dt):
+    """The compile gate's variant a run of this kind, n and dtype launches."""
+    if kind == "simulate":
+        return f"observe/generated/{dt}"
+    g_n = min(2048, max(16, 1 << (n.bit_length() - 1)))   # the n giving the same G
+    if kind == "summarize":
+        return f"observe/rows/n{g_n}/{dt}/C"
+    return f"softmax/n{g_n}/{dt}/C"
+
+
+def _group(n, tpb=128, vpt=16):
+    g = 1
+    while 2 * g <= tpb and 2 * g * vpt <= n:
+        g *= 2
+    return g
+
+
+def predict(ptx_of, dev=H200):
+    """Rows per second predicted for each (kind, n, dtype) from the compiled
+    code: executed instructions per row = (per-element instructions of the
+    element passes) x n + the straight-line code x the threads of a row's
+    group (an upper bound: it counts branches a row does not take); bytes per
+    row from the data each kind must move through HBM.  ``ptx_of(name)`` gives
+    a variant's PTX."""
+    issue = dev["sms"] * dev["issue_per_sm"] * dev["clock_hz"]
+    f32_rate = dev["fp32_flops"] / 2          # FMA instructions per second
+    f64_rate = dev["fp64_flops"] / 2
+    sfu_rate = dev["sms"] * dev["sfu_per_sm"] * dev["clock_hz"]
+    rows = []
+    for kind in ("summarize", "simulate", "softmax"):
+        for dt in ("float32", "float64"):
+            isz = 4 if dt == "float32" else 8
+            for n in ROOFLINE_N:
+                name = _roofline_variant(kind, n, dt)
+                loops, rest = ptx_loops(ptx_of(name))
+                per = element_passes(loops)
+                g = 1 if kind == "simulate" else _group(n)
+                ex = {k: per[k] * n + rest[k] * g for k in ("all", "f32", "f64", "sfu")}
+                if kind == "summarize":
+                    nbytes = n * isz                       # each logit read once from HBM
+                elif kind == "softmax":
+                    nbytes = 2 * n * isz                   # read, write
+                else:
+                    # generated into per-thread scratch, written once and read
+                    # by each pass (the scratch of a full grid exceeds L2)
+                    nbytes = n * isz * (1 + max(per["passes"] - 1, 1))
+                t = {"memory": nbytes / dev["hbm_bytes_s"], "issue": ex["all"] / issue,
+                     "fp32": ex["f32"] / f32_rate, "fp64": ex["f64"] / f64_rate,
+                     "sfu": ex["sfu"] / sfu_rate}
+                bound = max(t, key=t.get)
+                rows.append({"kind": kind, "n": n, "dtype": dt, "variant": name,
+                             "passes": per["passes"], "bytes_per_row": nbytes,
+                             "instr_per_row": round(ex["all"]), "f32_per_row": round(ex["f32"]),
+                             "f64_per_row": round(ex["f64"]), "sfu_per_row": round(ex["sfu"]),
+                             "rows_per_s": 1.0 / t[bound], "bound": bound})
+    return rows
+
+
+def format_prediction(rows, dev=H200):
+    head = ("operation", "n", "dtype", "passes", "bytes/row", "instr/row", "f32/row",
+            "f64/row", "SFU/row", f"predicted rows/s ({dev['name']})", "bound")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        lines.append(f"| {r['kind']} | {r['n']:,} | {r['dtype']} | {r['passes']} | "
+                     f"{r['bytes_per_row']:,} | {r['instr_per_row']:,} | {r['f32_per_row']:,} | "
+                     f"{r['f64_per_row']:,} | {r['sfu_per_row']:,} | {r['rows_per_s']:.3g} | "
+                     f"{r['bound']} |")
+    return "\n".join(lines)
+
+
+def roofline(cc=(9, 0)):
+    """The prediction rows for compute capability cc (compiles what it needs)."""
+    names = sorted({_roofline_variant(k, n, dt) for k in ("summarize", "simulate", "softmax")
+                    for n in ROOFLINE_N for dt in ("float32", "float64")})
+    vs = {v["name"]: v for v in capture(names)}
+    cache = {}
+
+    def ptx_of(name):
+        if name not in cache:
+            v = vs[name]
+            cache[name] = compile_ptx(v["kind"], v["key"], v["argtypes"], cc)
+        return cache[name]
+    return predict(ptx_of)
+
+
 def format_table(rows):
     head = ("kernel", "variant", "cc", "regs", "spill B", "stack B", "smem B", "blocks/SM",
             "occupancy", "f64 ops (f32)")
@@ -373,9 +569,18 @@ def main(argv=None):
                                                "8.0,9.0)")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="compiler processes")
     ap.add_argument("--json", default=None, help="write the rows to this file")
+    ap.add_argument("--roofline", action="store_true",
+                    help="print the H200 roofline prediction from the sm_90 PTX instead")
     a = ap.parse_args(argv)
     if a.capture_child:
         _capture_child()
+        return 0
+    if a.roofline:
+        rows = roofline()
+        print(format_prediction(rows))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"prediction": rows, "device": H200}, f, indent=1)
         return 0
     t0 = time.time()
     ccs = CCS if a.cc is None else tuple(tuple(int(p) for p in c.split("."))

@@ -648,3 +648,80 @@ def test_kernels_compile_for_sm90_without_fastmath():
         assert v["spill"] == 0, name
         assert v["bytes"] > 1000, name
         assert v["fastmath_ops"] == [], (name, v["fastmath_ops"])
+
+
+# ==========================================================================
+# the shared row-state merge (compiled for the CPU here; the CUDA kernels merge
+# their threads' partial states with it)
+
+def _state_ref(x):
+    """(m1, m2, R, E2, E3, V) of a row in float64 from its sorted values."""
+    x = np.asarray(x, np.float64)
+    s = np.sort(x)[::-1]
+    m1 = s[0]
+    m2 = s[1] if s.size > 1 else -np.inf
+    if m2 == -np.inf:
+        return (m1, m2, 0.0, 0.0, 0.0, 0.0)
+    rest = s[1:][np.isfinite(s[1:])]
+    e = np.exp(rest - m2)
+    return (m1, m2, e.sum(), (e * e).sum(), (e ** 3).sum(), (e * (m2 - rest)).sum())
+
+
+@pytest.fixture(scope="module")
+def split_state():
+    import numba
+
+    from fastsoftmax._kernels.row import row_state, state_merge
+
+    @numba.njit
+    def f(x, G):
+        n = x.size
+        s = row_state(x[0::G], (n + G - 1) // G)
+        for lane in range(1, G):
+            t = row_state(x[lane::G], (n - lane + G - 1) // G)
+            s = state_merge(s[0], s[1], s[2], s[3], s[4], s[5],
+                            t[0], t[1], t[2], t[3], t[4], t[5])
+        return s
+    return f
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_state_merge_of_strided_parts_is_the_row_state(split_state, dtype):
+    # a row split into G strided parts (as G threads read it), merged in lane
+    # order: the float64 reference state of the whole row, ties, -inf masks
+    # and single finite logits included
+    rng = np.random.default_rng(0)
+    rtol = 2e-6 if dtype == np.float32 else 1e-12
+    for _ in range(150):
+        n = int(rng.integers(1, 70))
+        x = rng.normal(size=n) * rng.choice([1.0, 5.0, 20.0])
+        if rng.random() < 0.3:
+            x[rng.integers(0, n, size=max(1, n // 3))] = -np.inf
+        if rng.random() < 0.2:
+            x = np.round(x)
+        x = x.astype(dtype)
+        ref = _state_ref(x)
+        for G in (1, 2, 4, 16):
+            got = split_state(x, G)
+            assert tuple(got[:2]) == tuple(ref[:2])
+            np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+            # V enters the entropy only beside g R: its error is measured
+            # against R (float32 exps are each good to ~1 ulp relative to 1)
+            assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (got, ref)
+
+
+def test_state_merge_keeps_bad_rows_bad(split_state):
+    from fastsoftmax._kernels.row import row_bad
+    x = np.arange(12.0)
+    for i, v in ((5, np.nan), (0, np.nan), (11, np.inf)):
+        y = x.copy()
+        y[i] = v
+        for G in (1, 3, 4):
+            m1, m2, r, e2, e3, vv = split_state(y, G)
+            assert row_bad(m1, r, vv), (i, v, G)
+    y = np.full(6, -np.inf)
+    y[2] = np.nan                                    # NaN among -inf only
+    m1, m2, r, e2, e3, vv = split_state(y, 2)
+    assert row_bad(m1, r, vv)
+    m1, m2, r, e2, e3, vv = split_state(x, 4)
+    assert not row_bad(m1, r, vv)

@@ -75,8 +75,12 @@ def _store_vals(sm, col, lam, bad):
 @cuda.jit(device=True, **_JIT)
 def _put_state(sm, row, col, st):
     """A partial row state (``row_state``) into rows row.. row+5 of column col."""
-    for k in range(6):
-        sm[row + k, col] = st[k]
+    sm[row, col] = st[0]
+    sm[row + 1, col] = st[1]
+    sm[row + 2, col] = st[2]
+    sm[row + 3, col] = st[3]
+    sm[row + 4, col] = st[4]
+    sm[row + 5, col] = st[5]
 
 
 @cuda.jit(device=True, **_JIT)
@@ -98,14 +102,16 @@ def _group_state(sm, row, g0, G):
 
 
 @cuda.jit(device=True, **_JIT)
-def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, hist, hrange,
-                 hninf, hstart):
+def _reduce_item(sm, c, r0, r1, step, thresholds, bid, blocks, sketch):
     """Channel c over tile rows r0, r0 + step, ... < r1 (shared memory):
     returns (count, mean, M2) of the finite values; folds min/max/infinite
     counts/threshold counts into the block's slot and sketch counts into the
     global histogram (the same rules as ``accumulate.block_reduce``):
     hist[k, i - hstart] counts bucket i of observable k, hrange[k] the range
     of columns touched, hninf[k] the -inf values."""
+    thr, nt = thresholds
+    mom, bmin, bmax, bnonf, bbelow = blocks
+    hist, hrange, hninf, hstart = sketch
     cnt = 0.0
     s = 0.0
     ninf = 0
@@ -191,8 +197,13 @@ def _build_observe(TPB, G, GENERATED):
     SMCOLS = TPB + 1
 
     @cuda.jit(**_jit_opts())
-    def observe(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, tr, thr, nt,
-                scr, qscr, mom, bmin, bmax, bnonf, bbelow, hist, hrange, hninf, hstart, bad):
+    def observe(x, model, rows, target, thresholds, scratch, blocks, sketch, bad):
+        # the argument groups (see _launch._Launcher.launch)
+        gen, params, seed = model
+        row0, nrows, n, brows, tr = rows
+        labels, ymode, yfix = target
+        scr, qscr = scratch
+        mom = blocks[0]
         # one padding column: the tile reduction reads columns of several
         # channels at once, and a row stride of TPB doubles would put them
         # all in the same banks
@@ -290,9 +301,8 @@ def _build_observe(TPB, G, GENERATED):
                     hi = lo + rpr
                     if hi > trows:
                         hi = trows
-                    ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thr, nt, bid, bmin,
-                                               bmax, bnonf, bbelow, hist, hrange, hninf,
-                                               hstart)
+                    ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thresholds, bid, blocks,
+                                               sketch)
                     if ni <= TPB:
                         rc, rm, rs = chan_merge(rc, rm, rs, ic, im, iss)
                     elif lo < trows:

@@ -148,13 +148,17 @@ class _Launcher:
         grid = max(1, min(self.grid, -(-nr // self.unit)))
         scr, qscr = self._scratch(k)
         with _quiet():
+            # the kernel's argument groups: the model (generated rows), the
+            # rows' geometry, the target, the thresholds, the row scratch,
+            # the per-block outputs, the sketch, the bad-row counter
             self.kernel[grid, self.tpb, s](
-                xd, self.gen, self.params, self.seed, np.int64(self.row0 + r0), np.int64(nr),
-                np.int64(self.n), ld, np.int64(self.ymode), np.int64(self.yfix),
-                np.int64(self.brows), np.int64(self.tr), self.thr, np.int64(self.nt), scr,
-                qscr,
-                self.mom_d[k], self.bmin, self.bmax, self.bnonf, self.bbelow, self.hist,
-                self.hrange, self.hninf, np.int64(self.hstart), self.bad_d[k])
+                xd, (np.int64(self.gen), self.params, self.seed),
+                (np.int64(self.row0 + r0), np.int64(nr), np.int64(self.n), np.int64(self.brows),
+                 np.int64(self.tr)),
+                (ld, np.int64(self.ymode), np.int64(self.yfix)),
+                (self.thr, np.int64(self.nt)), (scr, qscr),
+                (self.mom_d[k], self.bmin, self.bmax, self.bnonf, self.bbelow),
+                (self.hist, self.hrange, self.hninf, np.int64(self.hstart)), self.bad_d[k])
         nb = -(-nr // self.brows)
         self.mom_d[k][:nb].copy_to_host(self.mom_h[k][:nb], stream=s)
         self.bad_d[k].copy_to_host(self.bad_h[k], stream=s)
