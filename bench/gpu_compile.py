@@ -366,7 +366,7 @@ def run_gate(variants, ccs=CCS, max_registers=None, jobs=1):
 H200 = dict(name="H200 SXM", hbm_bytes_s=4.8e12, fp32_flops=67e12, fp64_flops=34e12, sms=132,
             clock_hz=1.98e9, sfu_per_sm=16, issue_per_sm=128)
 _LABEL = re.compile(r"^(\$L__\w+):")
-_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__\w+);")
+_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__\w+)")
 _ELEM_LD = re.compile(r"^(?:@!?%p\d+\s+)?ld(?:\.global)?(?:\.nc)?(?:\.v[24])?\.(f32|f64|u16|b16)\b")
 _ELEM_ST = re.compile(r"^(?:@!?%p\d+\s+)?st(?:\.global)?(?:\.v[24])?\.(f32|f64|u16|b16)\b")
 _SKIP = re.compile(r"^(?:@!?%p\d+\s+)?(ld\.param|mov|cvta|ret|bar|//)")
@@ -436,16 +436,18 @@ def ptx_loops(ptx):
 
 
 def element_passes(loops):
-    """Per-element instruction classes summed over the passes over a row:
-    the loops doing the most element accesses per iteration (the unrolled
-    main loops; their remainder loops, fewer accesses, are not counted), each
-    divided by its accesses per iteration."""
-    if not loops:
-        return {"all": 0.0, "f32": 0.0, "f64": 0.0, "sfu": 0.0, "passes": 0}
-    acc = max(lp["loads"] + lp["stores"] for lp in loops)
-    main = [lp for lp in loops if lp["loads"] + lp["stores"] == acc]
-    tot = {k: sum(lp[k] / acc for lp in main) for k in ("all", "f32", "f64", "sfu")}
-    tot["passes"] = len(main)
+    """Per-element instruction classes summed over the element loops: each
+    loop's body divided by the elements it handles per iteration (its element
+    loads or stores, whichever is more: unrolled loops handle several).  Every
+    element loop of the kernel is counted, so this is an upper bound: it
+    includes the loops a row may not run (the sampled target's inversion, the
+    remainder loops of unrolled ones)."""
+    tot = {"all": 0.0, "f32": 0.0, "f64": 0.0, "sfu": 0.0}
+    for lp in loops:
+        per = max(lp["loads"], lp["stores"])
+        for k in tot:
+            tot[k] += lp[k] / per
+    tot["passes"] = len(loops)
     return tot
 
 
@@ -496,9 +498,11 @@ def predict(ptx_of, dev=H200):
                 elif kind == "softmax":
                     nbytes = 2 * n * isz                   # read, write
                 else:
-                    # generated into per-thread scratch, written once and read
-                    # by each pass (the scratch of a full grid exceeds L2)
-                    nbytes = n * isz * (1 + max(per["passes"] - 1, 1))
+                    # generated into per-thread scratch (a full grid's exceeds
+                    # L2 and a block's rows exceed L1): each element loop that
+                    # reads or writes it moves the row through HBM once
+                    nbytes = n * isz * sum((lp["loads"] > 0) + (lp["stores"] > 0)
+                                           for lp in loops)
                 t = {"memory": nbytes / dev["hbm_bytes_s"], "issue": ex["all"] / issue,
                      "fp32": ex["f32"] / f32_rate, "fp64": ex["f64"] / f64_rate,
                      "sfu": ex["sfu"] / sfu_rate}
