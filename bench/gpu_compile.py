@@ -558,6 +558,34 @@ def format_table(rows):
     return "\n".join(lines)
 
 
+def format_condensed(rows):
+    """One line per variant without its layout (C, F, A): registers and
+    blocks per multiprocessor on each target as ranges over the layouts."""
+    groups = {}
+    for r in rows:
+        if "error" in r:
+            continue
+        name = re.sub(r"/(C|F|A)$", "", r["name"])
+        groups.setdefault(name, {}).setdefault(r["cc"], []).append(r)
+    ccs = sorted({r["cc"] for r in rows})
+
+    def rng(vals):
+        lo, hi = min(vals), max(vals)
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+    head = (["kernel", "variant"] + [f"registers sm_{c.replace('.', '')}" for c in ccs]
+            + [f"blocks/SM sm_{c.replace('.', '')}" for c in ccs] + ["spill B", "f64 ops (f32)"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, by in groups.items():
+        kernel, _, variant = name.partition("/")
+        allr = [r for c in by for r in by[c]]
+        f64 = [r["f64_ops"] for r in allr if r["f64_ops"] is not None]
+        cells = ([kernel, variant] + [rng([r["registers"] for r in by.get(c, [])]) for c in ccs]
+                 + [rng([r["blocks_per_sm"] for r in by.get(c, [])]) for c in ccs]
+                 + [str(max(r["spill"] for r in allr)), rng(f64) if f64 else "-"])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -573,6 +601,10 @@ def main(argv=None):
                                                "8.0,9.0)")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="compiler processes")
     ap.add_argument("--json", default=None, help="write the rows to this file")
+    ap.add_argument("--condensed", action="store_true",
+                    help="one line per variant, layouts as ranges (the docs' table)")
+    ap.add_argument("--from-json", default=None,
+                    help="print the table of an earlier --json run instead of compiling")
     ap.add_argument("--roofline", action="store_true",
                     help="print the H200 roofline prediction from the sm_90 PTX instead")
     a = ap.parse_args(argv)
@@ -586,6 +618,11 @@ def main(argv=None):
             with open(a.json, "w") as f:
                 json.dump({"prediction": rows, "device": H200}, f, indent=1)
         return 0
+    fmt = format_condensed if a.condensed else format_table
+    if a.from_json:
+        with open(a.from_json) as f:
+            print(fmt(json.load(f)["rows"]))
+        return 0
     t0 = time.time()
     ccs = CCS if a.cc is None else tuple(tuple(int(p) for p in c.split("."))
                                         for c in a.cc.split(","))
@@ -598,7 +635,7 @@ def main(argv=None):
         bad["argtypes"] = bad["argtypes"][:-1]
         variants.append(bad)
     rows = run_gate(variants, ccs, a.max_registers, a.jobs)
-    print(format_table(rows))
+    print(fmt(rows))
     errors = [r for r in rows if "error" in r]
     spills = [r for r in rows if "error" not in r and r["spill"] > 0]
     wall = time.time() - t0
