@@ -20,10 +20,14 @@ Needs numba + numba-cuda and a GPU; uses CuPy and/or PyTorch when importable
 4. simulate -- 2**30 (1.07e9) Gaussian n = 64 vectors, plus n = 2, 1024,
    16384 (2**28, 2**22, 2**18 rows): generated logits/s.  Target on an H200:
    >= 1e11 at n = 64.
-5. tuning -- if time is left: the same two n = 64 runs with other knobs
+5. softmax vs torch -- fs.softmax and torch.softmax of the same float32
+   device rows (n = 64, 1024, 16384): rows/s and their ratio.
+6. tuning -- if time is left: the same two n = 64 runs with other knobs
    (threads per block, register cap, blocks per SM) for the next session.
 
-Prints a line per step and a summary; writes every figure to
+First, the roofline prediction of ``bench/gpu_compile.py --roofline`` (from
+the compiled PTX), printed beside each measurement.  Prints a line per step
+and a summary; writes every figure to
 $OUT/gpu_check.json when OUT is set.  Exit status: 0 when every agreement
 check passed (performance targets are reported, not enforced), 1 otherwise,
 2 when no GPU is usable.  A soft time budget (GPU_CHECK_BUDGET_S, default
@@ -54,7 +58,8 @@ def rows_of(k):
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-R = {"device": None, "checks": {}, "failed": [], "bandwidth": {}, "summarize": {},
+R = {"device": None, "prediction": None, "checks": {}, "failed": [], "bandwidth": {},
+     "summarize": {},
      "simulate": {}, "tuning": {}, "compile_s": {}, "errors": {}, "skipped": []}
 
 
@@ -158,7 +163,7 @@ def check(name, ok_or_problems, detail=None):
 
 def agreement():
     import fastsoftmax as fs
-    from fastsoftmax import _cuda
+    from fastsoftmax.backends.cuda import _launch, _settings
     from fastsoftmax.models import DotProduct, Gaussian, Shifted
     from numba import cuda
 
@@ -190,12 +195,12 @@ def agreement():
     m = Gaussian(n=64, scale=2.0)
     s1 = fs.simulate(m, rows_of(100_000), seed=3, backend="cuda")
     s2 = fs.simulate(m, rows_of(100_000), seed=3, backend="cuda")
-    old = _cuda.MAX_GRID
-    _cuda.MAX_GRID = 7
+    old = _settings.MAX_GRID
+    _settings.MAX_GRID = 7
     try:
         s3 = fs.simulate(m, rows_of(100_000), seed=3, backend="cuda")
     finally:
-        _cuda.MAX_GRID = old
+        _settings.MAX_GRID = old
     check("simulate_bitwise_repeat_and_grid", s1 == s2 and s1 == s3)
 
     rng = np.random.default_rng(0)
@@ -273,7 +278,7 @@ def agreement():
         check("summarize_" + name, compare(a, b))
         for log_ in (False, True):
             ref = (fs.log_softmax if log_ else fs.softmax)(np.asarray(host), axis=axis)
-            got = _cuda.softmax(dev, axis, log_)
+            got = _launch.softmax(dev, axis, log_)
             got_h = (cp.asnumpy(got) if type(got).__module__.startswith("cupy")
                      else got.cpu().numpy() if type(got).__module__.startswith("torch")
                      else got.copy_to_host())
@@ -352,6 +357,75 @@ def _best_of(fn, reps):
     return best
 
 
+def predicted(kind, n, dtype="float32"):
+    """Rows/s the roofline predicts (bench/gpu_compile.py --roofline) for the
+    compiled kernels on an H200, or None where it has no figure."""
+    for r in R.get("prediction") or ():
+        if (r["kind"], r["n"], r["dtype"]) == (kind, n, dtype):
+            return r
+    return None
+
+
+def prediction():
+    """The roofline prediction from this machine's compiler (PTX only: no
+    ptxas needed; a child process, so the compile gate's compute-capability
+    stand-in never touches this one), kept in R["prediction"]."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "roofline.json")
+        p = subprocess.run([sys.executable, os.path.join(REPO, "bench", "gpu_compile.py"),
+                            "--roofline", "--json", out], capture_output=True, text=True,
+                           timeout=max(30.0, left() - 60))
+        print(p.stdout, flush=True)
+        if p.returncode:
+            raise RuntimeError(f"gpu_compile.py --roofline failed: {p.stderr[-2000:]}")
+        with open(out) as f:
+            R["prediction"] = json.load(f)["prediction"]
+
+
+def _vs_prediction(kind, n, rows_per_s):
+    p = predicted(kind, n)
+    if p is None:
+        return ""
+    return (f"; predicted {p['rows_per_s']:.3g} rows/s ({p['bound']} bound), "
+            f"measured/predicted {rows_per_s / p['rows_per_s']:.2f}")
+
+
+def torch_softmax_timing(ns=(64, 1024, 16384)):
+    """torch.softmax over the last axis of float32 rows on the same device:
+    the peer of ``softmax`` (same bytes: read n, write n)."""
+    if torch is None:
+        R["skipped"].append("torch_softmax (torch with CUDA not importable)")
+        return
+    count = int(min(GIB_ARRAY, 2.0) * 2 ** 30) // 4 // 16384 * 16384
+    x = torch.randn(count, device="cuda", dtype=torch.float32)
+    import fastsoftmax as fs
+    rec = R.setdefault("softmax_vs_torch", {})
+    for n in ns:
+        xr = x.reshape(count // n, n)
+        torch.softmax(xr, dim=-1)
+        fs.softmax(xr[:4])
+        _sync()
+
+        def run_t():
+            torch.softmax(xr, dim=-1)
+            _sync()
+
+        def run_f():
+            fs.softmax(xr)
+            _sync()
+        tt = _best_of(run_t, 3)
+        tf = _best_of(run_f, 3)
+        rows = count // n
+        rec[f"n{n}"] = {"torch_rows_per_s": rows / tt, "fastsoftmax_rows_per_s": rows / tf,
+                        "ratio_to_torch": tt / tf}
+        log(f"softmax float32 n={n}: fastsoftmax {rows / tf:.3g} rows/s, torch.softmax "
+            f"{rows / tt:.3g} rows/s (ratio {tt / tf:.2f})" + _vs_prediction("softmax", n,
+                                                                            rows / tf))
+    del x
+
+
 def summarize_timing(tag="", record=None, ns=(64, 1024, 16384, 2)):
     import fastsoftmax as fs
     record = R["summarize"] if record is None else record
@@ -380,7 +454,8 @@ def summarize_timing(tag="", record=None, ns=(64, 1024, 16384, 2)):
                            "fraction_of_copy_bw": frac}
         log(f"summarize{tag} float32 {count * 4 / 2**30:.1f} GiB n={n}: {sec * 1e3:.1f} ms, "
             f"{lps:.3g} logits/s, {4 * lps / 1e12:.2f} TB/s read"
-            + (f" = {frac:.0%} of copy bandwidth" if frac else ""))
+            + (f" = {frac:.0%} of copy bandwidth" if frac else "")
+            + _vs_prediction("summarize", n, lps / n))
     del buf
     if cp is not None:
         cp.get_default_memory_pool().free_all_blocks()
@@ -408,11 +483,11 @@ def simulate_timing(tag="", record=None, sizes=None):
                            "rows_per_s": rows / sec,
                            "mean_max_prob": s["max_prob"].mean}
         log(f"simulate{tag} Gaussian n={n}: {rows:.3g} rows in {sec:.2f} s, "
-            f"{lps:.3g} logits/s")
+            f"{lps:.3g} logits/s" + _vs_prediction("simulate", n, rows / sec))
 
 
 def tuning():
-    from fastsoftmax import _cuda
+    from fastsoftmax.backends.cuda import _settings as _cuda
     base = dict(THREADS_PER_BLOCK=_cuda.THREADS_PER_BLOCK, MAX_REGISTERS=_cuda.MAX_REGISTERS,
                 BLOCKS_PER_SM=_cuda.BLOCKS_PER_SM)
     variants = [dict(MAX_REGISTERS=64), dict(MAX_REGISTERS=96),
@@ -443,27 +518,30 @@ def tuning():
 # --------------------------------------------------------------------------
 
 def main():
-    from fastsoftmax import _cuda
-    ok, why = _cuda.probe()
+    from fastsoftmax.backends.cuda import _kernels, _settings
+    ok, why = _kernels.probe()
     R["device"] = {"ok": ok, "reason": why}
     log("probe:", ok, why)
     if not ok:
         write_json()
         return 2
-    R["device"].update(_cuda.device_info())
+    R["device"].update(_kernels.device_info())
     R["libraries"] = {"cupy": getattr(cp, "__version__", None),
                       "torch": getattr(torch, "__version__", None)}
     import numba
     R["libraries"]["numba"] = numba.__version__
-    R["knobs"] = {k: getattr(_cuda, k) for k in
+    R["knobs"] = {k: getattr(_settings, k) for k in
                   ("THREADS_PER_BLOCK", "VALUES_PER_THREAD", "BLOCKS_PER_SM", "LAUNCH_LOGITS",
                    "SCRATCH_BYTES", "MAX_REGISTERS")}
+    step("prediction", prediction)
     step("agreement", agreement)
     write_json()
     step("bandwidth", bandwidth)
     step("summarize", summarize_timing, need_s=30)
     write_json()
     step("simulate", simulate_timing, need_s=30)
+    write_json()
+    step("softmax vs torch", torch_softmax_timing, need_s=30)
     write_json()
     step("tuning", tuning, need_s=60)
 

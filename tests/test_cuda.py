@@ -13,8 +13,12 @@
   directly), a thread per row and groups of 2 to 16 threads per row.
 * Without the simulator: ``backend="cuda"`` raises a clear RuntimeError when no
   GPU is usable and ``backend="auto"`` falls back to the CPU.
-* When NVVM is installed (numba-cuda's compiler, no GPU needed): the real
-  kernels compile for sm_90, and their PTX has no fast-math instructions.
+* When NVVM is installed (numba-cuda's compiler, no GPU needed): a few of the
+  compile gate's variants (``bench/gpu_compile.py``, the same list and the
+  argument types the launcher passes) compile for sm_90 without spills, and
+  their PTX has no fast-math instructions.
+* With numba's built-in ``numba.cuda`` only (numba-cuda not installed),
+  ``backend="cuda"`` says what to install.
 
 Everything skips cleanly when numba.cuda cannot be imported.
 """
@@ -320,8 +324,9 @@ def _scenarios():
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
         _patch()
-        ks = [_kernels._kernel("observe", 32, 1, True), _kernels._kernel("observe", 32, 4, False),
-              _kernels._kernel("softmax", 32, 4, True), _kernels._copy4]
+        ks = [_kernels.get_kernel("observe", 32, 1, True),
+              _kernels.get_kernel("observe", 32, 4, False),
+              _kernels.get_kernel("softmax", 32, 4, True), _kernels.get_kernel("copy4")]
         return {"jit": dict(_kernels._JIT), "fastmath": [bool(k._fastmath) for k in ks]}
     add("kernel_options", kernel_options)
     return S
@@ -372,75 +377,90 @@ def _child_nogpu():
 _FASTMATH_PTX = r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)\.approx\.(ftz\.)?f32"
 
 
+# the variants compiled here: a few of the compile gate's list (bench/gpu_compile.py
+# compiles all of them, for sm_80 and sm_90)
+PTX_VARIANTS = ("observe/generated/float32", "observe/rows/n128/float32/A",
+                "log_softmax/n128/float32/C", "copy4/float16->float32")
+
+
 def _child_ptx():
     import re
-    import types as pytypes
 
-    import numba.cuda.dispatcher as disp
     from numba import cuda
-    from numba import types as T
     from numba.cuda.cudadrv import nvvm
     try:
         nvvm.NVVM()
     except Exception as e:   # noqa: BLE001
         return {"skip": f"NVVM not available: {e}"}
-    # device functions ask the current device for its compute capability;
-    # there is none here: answer sm_90 (H100/H200)
-    disp.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
-    from fastsoftmax.backends.cuda import _kernels as _cuda
-
-    def a(dt, nd, layout="A"):
-        return T.Array(dt, nd, layout)
-    f64, i64, u64 = T.float64, T.int64, T.uint64
-
-    def obs_sig(dt, xl):
-        return (a(dt, 2, xl), i64, a(f64, 1, "C"), u64, i64, i64, i64, a(i64, 1, "C"), i64,
-                i64, i64, i64, a(f64, 1, "C"), i64, a(dt, 2), a(dt, 2), a(f64, 3, "C"), a(f64, 2, "C"),
-                a(f64, 2, "C"), a(i64, 2, "C"), a(i64, 3, "C"), a(i64, 2, "C"), a(i64, 2, "C"),
-                a(i64, 1, "C"), i64, a(i64, 1, "C"))
-    jobs = {
-        "observe_generated_f32": (_cuda._build_observe(128, 1, True),
-                                  obs_sig(T.float32, "C")),
-        "observe_rows_g8_f32": (_cuda._build_observe(128, 8, False), obs_sig(T.float32, "A")),
-        "log_softmax_g8_f32": (_cuda._build_softmax(128, 8, True),
-                               (a(T.float32, 2), a(T.float32, 2), i64)),
-        "copy4_f16_f32": (_cuda._copy4, (a(T.float16, 4), a(T.float32, 4))),
-    }
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import gpu_compile as gate
+    try:
+        gate.ptxas_path()
+    except RuntimeError as e:
+        return {"skip": str(e)}
+    variants = gate.capture(PTX_VARIANTS)
     out = {}
-    from numba.cuda.cudadrv.error import CudaSupportError
-    for name, (k, sig) in jobs.items():
+    for v in variants:
         try:
-            ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0), **_cuda._JIT)
-        except CudaSupportError as e:    # this numba-cuda asks a device elsewhere
-            return {"skip": f"compile_ptx needs a CUDA driver here: {e}"}
-        except Exception as e:           # noqa: BLE001
+            row = gate.compile_variant(v, (9, 0), keep_ptx=True)
+        except Exception as e:   # noqa: BLE001
             # NVVM imports but the toolkit libraries (NVRTC) are not installed
             if type(e).__name__ == "DynamicLibNotFoundError" or "nvrtc" in str(e).lower():
                 return {"skip": f"CUDA toolkit libraries not installed: {e}"}
             raise
-        out[name] = {"fastmath_ops": sorted(set(m.group(0) for m in
-                                                re.finditer(_FASTMATH_PTX, ptx))),
-                     "bytes": len(ptx)}
+        if "error" in row and "nvrtc" in row["error"].lower():
+            return {"skip": f"CUDA toolkit libraries not installed: {row['error']}"}
+        ptx = row.pop("ptx", "")
+        out[v["name"]] = {"fastmath_ops": sorted(set(m.group(0) for m in
+                                                     re.finditer(_FASTMATH_PTX, ptx))),
+                          "bytes": len(ptx), "error": row.get("error"),
+                          "spill": row.get("spill")}
     # the check sees fast math when it is there
-    ptx, _ = cuda.compile_ptx(_cuda._build_softmax(128, 8, True).py_func,
-                              (a(T.float32, 2), a(T.float32, 2), i64), cc=(9, 0),
-                              fastmath=True)
+    v = [v for v in variants if v["name"].startswith("log_softmax")][0]
+    from fastsoftmax.backends.cuda import _kernels
+    ptx, _ = cuda.compile_ptx(_kernels._BUILDERS[v["kind"]](*v["key"]).py_func, v["argtypes"],
+                              cc=(9, 0), fastmath=True)
     out["_fastmath_control"] = sorted(set(m.group(0) for m in re.finditer(_FASTMATH_PTX, ptx)))
+    return out
+
+
+def _child_builtin():
+    # numba's own numba.cuda (the state without numba-cuda): the import
+    # redirection numba-cuda installs is dropped before numba.cuda is imported
+    import numba.cuda
+    import fastsoftmax as fs
+    from fastsoftmax.backends import cuda_status
+    from fastsoftmax.models import Gaussian
+    ok, why = cuda_status()
+    out = {"implementation": getattr(numba.cuda, "implementation", None),
+           "simulator": os.environ.get("NUMBA_ENABLE_CUDASIM"), "available": ok,
+           "reason": why}
+    for key, f in (("simulate", lambda: fs.simulate(Gaussian(n=4), 10, backend="cuda")),
+                   ("summarize", lambda: fs.summarize(np.zeros((3, 4)), backend="cuda"))):
+        try:
+            f()
+            out[key] = "no error"
+        except Exception as e:   # noqa: BLE001 - the type is asserted by the parent
+            out[key] = f"{type(e).__name__}: {e}"
     return out
 
 
 if __name__ == "__main__":
     mode = sys.argv[1]
+    if mode == "builtin":
+        sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"]
     try:
         import numba.cuda
     except Exception as e:   # noqa: BLE001
         print("RESULT " + json.dumps({"skip": f"numba.cuda cannot be imported: {e}"}))
         sys.exit(0)
-    if mode != "nogpu" and getattr(numba.cuda, "implementation", "") == "Built-in":
+    if mode not in ("nogpu", "builtin") and getattr(numba.cuda, "implementation",
+                                                    "") == "Built-in":
         print("RESULT " + json.dumps({"skip": "numba-cuda is not installed (numba's "
                                               "deprecated built-in CUDA target only)"}))
         sys.exit(0)
-    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx}[mode]
+    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx,
+          "builtin": _child_builtin}[mode]
     print("RESULT " + json.dumps(fn(), default=float))
     sys.exit(0)
 
@@ -600,12 +620,108 @@ def test_cuda_backend_without_gpu():
     assert res["summarize_auto"] == 3
 
 
+@pytest.mark.parametrize("simulator", [1, 0])
+def test_cuda_backend_with_numba_builtin_cuda_only(simulator):
+    # numba's built-in numba.cuda alone (with or without the simulator):
+    # backend="cuda" says what to install, before any work
+    res = _run_child("builtin", **({"NUMBA_ENABLE_CUDASIM": 1} if simulator else {}))
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    assert res["implementation"] == "Built-in"
+    assert not res["available"]
+    assert "numba-cuda is not installed" in res["reason"]
+    assert "pip install" in res["reason"]
+    expect = f"RuntimeError: backend='cuda' is not usable: {res['reason']}"
+    assert res["simulate"] == expect
+    assert res["summarize"] == expect
+
+
 def test_kernels_compile_for_sm90_without_fastmath():
     res = _run_child("ptx")
     if "skip" in res:
         pytest.skip(res["skip"])
     control = res.pop("_fastmath_control")
     assert control, "the fast-math check found nothing in a fastmath=True kernel"
+    assert sorted(res) == sorted(PTX_VARIANTS)
     for name, v in res.items():
+        assert v["error"] is None, (name, v["error"])
+        assert v["spill"] == 0, name
         assert v["bytes"] > 1000, name
         assert v["fastmath_ops"] == [], (name, v["fastmath_ops"])
+
+
+# ==========================================================================
+# the shared row-state merge (compiled for the CPU here; the CUDA kernels merge
+# their threads' partial states with it)
+
+def _state_ref(x):
+    """(m1, m2, R, E2, E3, V) of a row in float64 from its sorted values."""
+    x = np.asarray(x, np.float64)
+    s = np.sort(x)[::-1]
+    m1 = s[0]
+    m2 = s[1] if s.size > 1 else -np.inf
+    if m2 == -np.inf:
+        return (m1, m2, 0.0, 0.0, 0.0, 0.0)
+    rest = s[1:][np.isfinite(s[1:])]
+    e = np.exp(rest - m2)
+    return (m1, m2, e.sum(), (e * e).sum(), (e ** 3).sum(), (e * (m2 - rest)).sum())
+
+
+@pytest.fixture(scope="module")
+def split_state():
+    import numba
+
+    from fastsoftmax._kernels.row import row_state, state_merge
+
+    @numba.njit
+    def f(x, G):
+        n = x.size
+        s = row_state(x[0::G], (n + G - 1) // G)
+        for lane in range(1, G):
+            t = row_state(x[lane::G], (n - lane + G - 1) // G)
+            s = state_merge(s[0], s[1], s[2], s[3], s[4], s[5],
+                            t[0], t[1], t[2], t[3], t[4], t[5])
+        return s
+    return f
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_state_merge_of_strided_parts_is_the_row_state(split_state, dtype):
+    # a row split into G strided parts (as G threads read it), merged in lane
+    # order: the float64 reference state of the whole row, ties, -inf masks
+    # and single finite logits included
+    rng = np.random.default_rng(0)
+    rtol = 2e-6 if dtype == np.float32 else 1e-12
+    for _ in range(150):
+        n = int(rng.integers(1, 70))
+        x = rng.normal(size=n) * rng.choice([1.0, 5.0, 20.0])
+        if rng.random() < 0.3:
+            x[rng.integers(0, n, size=max(1, n // 3))] = -np.inf
+        if rng.random() < 0.2:
+            x = np.round(x)
+        x = x.astype(dtype)
+        ref = _state_ref(x)
+        for G in (1, 2, 4, 16):
+            got = split_state(x, G)
+            assert tuple(got[:2]) == tuple(ref[:2])
+            np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+            # V enters the entropy only beside g R: its error is measured
+            # against R (float32 exps are each good to ~1 ulp relative to 1)
+            assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (got, ref)
+
+
+def test_state_merge_keeps_bad_rows_bad(split_state):
+    from fastsoftmax._kernels.row import row_bad
+    x = np.arange(12.0)
+    for i, v in ((5, np.nan), (0, np.nan), (11, np.inf)):
+        y = x.copy()
+        y[i] = v
+        for G in (1, 3, 4):
+            m1, m2, r, e2, e3, vv = split_state(y, G)
+            assert row_bad(m1, r, vv), (i, v, G)
+    y = np.full(6, -np.inf)
+    y[2] = np.nan                                    # NaN among -inf only
+    m1, m2, r, e2, e3, vv = split_state(y, 2)
+    assert row_bad(m1, r, vv)
+    m1, m2, r, e2, e3, vv = split_state(x, 4)
+    assert not row_bad(m1, r, vv)

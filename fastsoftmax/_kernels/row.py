@@ -548,7 +548,7 @@ def row_stats(x, n, ymode, y, u):
     bad row (NaN, +inf, no finite logit) has bad = True and harmless numbers.
     """
     m1, m2 = row_top2(x, n)
-    if not (m1 < np.inf) or m1 == -np.inf:
+    if top_bad(m1):
         return row_stats_from(x, n, m1, m2, 1.0, 1.0, 1.0, 0.0, ymode, y, u)
     # relative to m2, or to m1 when m1 is the only finite logit (every other
     # exponent then is -inf and clamps to the floor; NaN still propagates)
@@ -562,7 +562,7 @@ def row_stats_ahead(x, n, ymode, y, u, ahead):
     """``row_stats`` (CPU only) that prefetches the row ``ahead`` (the next
     one, of the same length) while its exp pass runs."""
     m1, m2 = row_top2(x, n)
-    if not (m1 < np.inf) or m1 == -np.inf:
+    if top_bad(m1):
         return row_stats_from(x, n, m1, m2, 1.0, 1.0, 1.0, 0.0, ymode, y, u)
     ref = m2 if m2 > -np.inf else m1
     r, e2, e3, v = _row_sums_ahead(x, n, ref, ahead, True)
@@ -575,7 +575,7 @@ def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
     splits a row over several threads merges them first): the bad-row test
     and the target."""
     ninf = -np.inf
-    if not (m1 < np.inf) or m1 == ninf or r != r or v != v:
+    if row_bad(m1, r, v):
         return 0.0, ninf, 1.0, 1.0, 1.0, 0.0, True, 0.0, 0.0, True
     m1f = np.float64(m1)
     m2f = np.float64(m2)
@@ -584,7 +584,7 @@ def row_stats_from(x, n, m1, m2, r, e2, e3, v, ymode, y, u):
     ey = 0.0
     if ymode != TARGET_ARGMAX:
         if ymode == TARGET_SAMPLED:
-            s = 1.0 + math.exp(m2f - m1f) * r if m2f > ninf else 1.0
+            s = 1.0 + rest_mass(m1f, m2f, r)
             y = row_sample_index(x, n, m1f, s, u)
         xy = np.float64(x[y])
         y_top = xy == m1f
@@ -660,3 +660,96 @@ def _block_logobs(st, nr, lam, all_top):
         lam[6, i] = np.nan if bad else o[6]
         lam[7, i] = np.nan if bad else o[7]
         lam[8, i] = np.nan if bad else o[8]
+
+
+# ---------------------------------------------------------------------------
+# The per-row state, its merge, the bad-row rule and the rest mass: one
+# definition for every target (the CUDA threads of a row merge their partial
+# states with ``state_merge``).
+
+#: the rows of a block's row statistics (``store_stats``'s layout), by name
+(ST_M1, ST_M2, ST_R, ST_E2, ST_E3, ST_V, ST_YTOP, ST_XY, ST_EY, ST_BAD) = range(NSTATS)
+
+
+@strict
+def top_bad(m1):
+    """A row whose largest value is +inf, NaN-only or -inf (no finite logit)
+    is bad, whatever its sums."""
+    return not (m1 < np.inf) or m1 == -np.inf
+
+
+@strict
+def row_bad(m1, r, v):
+    """The bad-row rule: ``top_bad(m1)``, or a NaN logit (which reaches R and
+    V through ``row_sums``)."""
+    return top_bad(m1) or r != r or v != v
+
+
+@strict
+def rest_mass(m1, m2, r):
+    """a = exp(m2 - m1) R = sum over the non-top elements of exp(x_i - m1)
+    (0 for a single finite logit, m2 = -inf); S = 1 + a."""
+    return math.exp(np.float64(m2) - np.float64(m1)) * r if m2 > -np.inf else 0.0
+
+
+@hot
+def row_state(x, n):
+    """The partial state (m1, m2, R, E2, E3, V) of ``x[:n]`` (a row or any
+    subset of one, e.g. a thread's strided share): its top two and its sums
+    relative to its own m2 (or m1 when m2 is -inf: R = E2 = E3 = V = 0).
+    Merged over subsets by ``state_merge``."""
+    m1, m2 = row_top2(x, n)
+    if top_bad(m1):
+        # +inf stays in m1; a part of -inf and NaN only (m1 = -inf) keeps its
+        # NaN in R and V, the identity otherwise
+        z = 0.0
+        if not (m1 < np.inf):
+            return m1, m2, z, z, z, z
+        for i in range(n):
+            z = np.nan if x[i] != x[i] else z
+        return m1, m2, z, z, z, z
+    ref = m2 if m2 > -np.inf else m1
+    r, e2, e3, v = row_sums(x, n, ref)
+    return m1, m2, r, e2, e3, v
+
+
+@strict
+def state_merge(a1, a2, ar, ae2, ae3, av, b1, b2, br, be2, be3, bv):
+    """The state of the union of two disjoint parts of a row from theirs
+    (associative; commutative up to rounding).
+
+    A state is (m1, m2, R, E2, E3, V): the top two with multiplicity and, over
+    every element but the top one, R = sum e_i, E2 = sum e_i^2,
+    E3 = sum e_i^3, V = sum e_i (m2 - x_i) with e_i = exp(x_i - m2).  The
+    union's top two are the top two of {a1, a2, b1, b2}; the part holding the
+    union's top keeps its non-top elements, rescaled by s = exp(m2_part - m2)
+    (E2 by s^2, E3 by s^3, V by s (V_part + (m2 - m2_part) R_part)); the other
+    part's top joins them as one more element.  A part with no finite logit
+    (m1 = -inf, sums 0) is the identity.  NaN in either part's R or V stays
+    (``row_bad``); +inf stays in m1.
+    """
+    ninf = -np.inf
+    if b1 > a1:     # the part holding the union's top first (ties: a)
+        a1, a2, ar, ae2, ae3, av, b1, b2, br, be2, be3, bv = (
+            b1, b2, br, be2, be3, bv, a1, a2, ar, ae2, ae3, av)
+    m1 = a1
+    m2 = b1 if b1 > a2 else a2
+    nan = ar != ar or av != av or br != br or bv != bv
+    if not (m2 > ninf) or not (m1 < np.inf):
+        # at most one finite logit in the union, or a +inf top (bad)
+        z = np.nan if nan else 0.0
+        return m1, m2, z, z, z, z
+    sa = math.exp(a2 - m2) if a2 > ninf else 0.0
+    sb = math.exp(b2 - m2) if b2 > ninf else 0.0
+    eb = math.exp(b1 - m2) if b1 > ninf else 0.0
+    da = m2 - a2 if a2 > ninf else 0.0
+    db = m2 - b2 if b2 > ninf else 0.0
+    dt = m2 - b1 if b1 > ninf else 0.0
+    r = sa * ar + (sb * br + eb)
+    e2 = sa * sa * ae2 + (sb * sb * be2 + eb * eb)
+    e3 = sa * sa * sa * ae3 + (sb * sb * sb * be3 + eb * eb * eb)
+    v = sa * (av + da * ar) + (sb * (bv + db * br) + eb * dt)
+    if nan:
+        r = np.nan
+        v = np.nan
+    return m1, m2, r, e2, e3, v

@@ -14,7 +14,7 @@ from .._kernels.sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast, sc
 from .._kernels.vmath import fmax, fmin
 from ._moments import NCH
 
-__all__ = ["block_reduce"]
+__all__ = ["block_reduce", "fold_value"]
 
 _I_BELOW_A_F = float(I_BELOW_A)
 
@@ -106,3 +106,20 @@ def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, c
                 hi = i if i > hi else hi
         sk_lo[k] = lo
         sk_hi[k] = hi
+
+
+# ---------------------------------------------------------------------------
+# The rules of a channel's reduction, value by value (the CUDA tile
+# reduction; ``_simd.chan_stats`` applies the same rules in 16 lanes)
+
+@register_jitable(error_model="numpy")
+def fold_value(z, cnt, s, ninf, mn, mx):
+    """Fold one value z of a channel into (count, sum, infinite count, min,
+    max): finite values enter the moments, +-inf is counted apart, NaN (a bad
+    row) only in min/max's NaN-ignoring rule, i.e. not at all."""
+    if abs(z) < np.inf:
+        cnt += 1.0
+        s += z
+    elif z == z:
+        ninf += 1
+    return cnt, s, ninf, fmin(mn, z), fmax(mx, z)

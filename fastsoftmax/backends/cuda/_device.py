@@ -5,7 +5,8 @@ import numpy as np
 from numba import cuda
 
 from ..._inputs import batch_shape, collapse, compute_dtype, normalize_axis
-from ._kernels import SIMULATOR, _copy4
+from . import _kernels
+from ._kernels import SIMULATOR
 from ._geometry import _grid_cap, _quiet, _tpb
 
 
@@ -124,7 +125,7 @@ def _launch_copy4(src4, dst4, stream=0):
     tpb = _tpb()
     grid = max(1, min(_grid_cap() * 4, (total + tpb - 1) // tpb))
     with _quiet():
-        _copy4[grid, tpb, stream](src4, dst4)
+        _kernels.get_kernel("copy4")[grid, tpb, stream](src4, dst4)
 
 
 def _copy_dims(dev, dims4, dst2):

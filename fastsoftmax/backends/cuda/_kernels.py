@@ -8,11 +8,13 @@ import numpy as np
 from numba import cuda
 
 from ..._kernels.gen import model_row
-from ..._kernels.row import (NOBS, like, logobs, obs_log10, obs_value, row_log_softmax, row_softmax,
-                      row_stats, row_stats_from, row_sums, row_target, row_top2, store_stats)
-from ..._kernels.vmath import fmax, fmin
+from ..._kernels.row import (NOBS, NSTATS, ST_BAD, ST_E2, ST_E3, ST_EY, ST_M1, ST_M2, ST_R, ST_V,
+                             ST_XY, ST_YTOP, logobs, obs_log10, obs_value, rest_mass,
+                             row_bad, row_log_softmax, row_softmax, row_state, row_stats,
+                             row_stats_from, row_target, state_merge, store_stats, top_bad)
 from ..._kernels.sketch import I_NEGINF, bucket_of
 from ...accumulate import NCH, chan_merge
+from ...accumulate._block import fold_value
 from . import _settings
 
 _JIT = _settings.JIT
@@ -71,35 +73,52 @@ def _store_vals(sm, col, lam, bad):
 
 
 @cuda.jit(device=True, **_JIT)
-def _merge_top2(m1, m2, b1, b2):
-    """Top two (with multiplicity) of the union of two sets given by theirs."""
-    lo = fmin(m1, b1)
-    return fmax(m1, b1), fmax(fmax(m2, b2), lo)
+def _put_state(sm, row, col, st):
+    """A partial row state (``row_state``) into rows row.. row+5 of column col."""
+    sm[row, col] = st[0]
+    sm[row + 1, col] = st[1]
+    sm[row + 2, col] = st[2]
+    sm[row + 3, col] = st[3]
+    sm[row + 4, col] = st[4]
+    sm[row + 5, col] = st[5]
 
 
 @cuda.jit(device=True, **_JIT)
-def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, hist, hrange,
-                 hninf, hstart):
+def _group_state(sm, row, g0, G):
+    """The state of a row from the partial states of its G threads (columns
+    g0 .. g0+G-1 of sm, rows row..row+5), merged in lane order."""
+    m1 = sm[row, g0]
+    m2 = sm[row + 1, g0]
+    r = sm[row + 2, g0]
+    e2 = sm[row + 3, g0]
+    e3 = sm[row + 4, g0]
+    v = sm[row + 5, g0]
+    for ln in range(1, G):
+        c = g0 + ln
+        m1, m2, r, e2, e3, v = state_merge(m1, m2, r, e2, e3, v, sm[row, c], sm[row + 1, c],
+                                           sm[row + 2, c], sm[row + 3, c], sm[row + 4, c],
+                                           sm[row + 5, c])
+    return m1, m2, r, e2, e3, v
+
+
+@cuda.jit(device=True, **_JIT)
+def _reduce_item(sm, c, r0, r1, step, thresholds, bid, blocks, sketch):
     """Channel c over tile rows r0, r0 + step, ... < r1 (shared memory):
     returns (count, mean, M2) of the finite values; folds min/max/infinite
     counts/threshold counts into the block's slot and sketch counts into the
     global histogram (the same rules as ``accumulate.block_reduce``):
     hist[k, i - hstart] counts bucket i of observable k, hrange[k] the range
     of columns touched, hninf[k] the -inf values."""
+    thr, nt = thresholds
+    mom, bmin, bmax, bnonf, bbelow = blocks
+    hist, hrange, hninf, hstart = sketch
     cnt = 0.0
     s = 0.0
     ninf = 0
     mn = np.inf
     mx = -np.inf
     for r in range(r0, r1, step):
-        z = sm[c, r]
-        if abs(z) < np.inf:
-            cnt += 1.0
-            s += z
-        elif z == z:
-            ninf += 1
-        mn = fmin(mn, z)
-        mx = fmax(mx, z)
+        cnt, s, ninf, mn, mx = fold_value(sm[c, r], cnt, s, ninf, mn, mx)
     mean = s / cnt if cnt > 0.0 else 0.0
     ss = 0.0
     for r in range(r0, r1, step):
@@ -140,19 +159,23 @@ def _reduce_item(sm, c, r0, r1, step, thr, nt, bid, bmin, bmax, bnonf, bbelow, h
 
 # shared-memory rows of the observe kernel: 0..NCH-1 the tile's channel values
 # (column = row in tile).  While a G > 1 tile's rows are reduced, rows
-# 0..NSTAT-1 hold the per-row stats (column = row in tile) and rows _P_* the
-# per-thread partials (column = thread); rows _MRG.. are the row-block merge.
-_NSTAT = 10
-_P_M1, _P_M2, _B_M1, _B_M2, _P_R, _P_E2, _P_E3, _P_V = range(_NSTAT, _NSTAT + 8)
+# 0..NSTATS-1 hold the per-row stats (``store_stats``' layout, column = row in
+# tile) and rows _PART.._PART+5 the threads' partial row states (column =
+# thread); rows _MRG.. are the row-block merge.
+_PART = NSTATS
 _MRG = NCH
 _SMROWS = NCH + 3
-assert _P_V < NCH
+assert _PART + 6 <= NCH
 
 
 _KERNELS = {}
 
 
-def _kernel(kind, *key):
+def get_kernel(kind, *key):
+    """The kernel ``kind`` ("observe", "softmax", "copy4") for the compile-time
+    constants ``key``, built on first use.  Every launch of the backend gets
+    its kernel here (the compile gate, ``bench/gpu_compile.py``, stands in
+    for it to record the arguments a launch really passes)."""
     full = (kind,) + key + (_settings.MAX_REGISTERS,)
     k = _KERNELS.get(full)
     if k is None:
@@ -174,8 +197,13 @@ def _build_observe(TPB, G, GENERATED):
     SMCOLS = TPB + 1
 
     @cuda.jit(**_jit_opts())
-    def observe(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, tr, thr, nt,
-                scr, qscr, mom, bmin, bmax, bnonf, bbelow, hist, hrange, hninf, hstart, bad):
+    def observe(x, model, rows, target, thresholds, scratch, blocks, sketch, bad):
+        # the argument groups (see _launch._Launcher.launch)
+        gen, params, seed = model
+        row0, nrows, n, brows, tr = rows
+        labels, ymode, yfix = target
+        scr, qscr = scratch
+        mom = blocks[0]
         # one padding column: the tile reduction reads columns of several
         # channels at once, and a row stride of TPB doubles would put them
         # all in the same banks
@@ -238,51 +266,10 @@ def _build_observe(TPB, G, GENERATED):
                         r = tbase + rt if active else tbase
                         xr = x[r]
                         if active:
-                            a1, a2 = row_top2(xr[lane::G], cnt)
-                            sm[_P_M1, tid] = a1
-                            sm[_P_M2, tid] = a2
+                            _put_state(sm, _PART, tid, row_state(xr[lane::G], cnt))
                         cuda.syncthreads()
                         if active and lane == 0:
-                            m1 = sm[_P_M1, tid]
-                            m2 = sm[_P_M2, tid]
-                            for ln in range(1, G):
-                                m1, m2 = _merge_top2(m1, m2, sm[_P_M1, tid + ln],
-                                                     sm[_P_M2, tid + ln])
-                            sm[_B_M1, tid] = m1
-                            sm[_B_M2, tid] = m2
-                        cuda.syncthreads()
-                        if active:
-                            g0 = tid - lane
-                            m1 = sm[_B_M1, g0]
-                            m2 = sm[_B_M2, g0]
-                            pr = -1.0
-                            pe2 = -1.0
-                            pe3 = -1.0
-                            pv = 0.0
-                            if m1 < np.inf and m1 > -np.inf:
-                                ref = m2 if m2 > -np.inf else m1
-                                pr, pe2, pe3, pv = row_sums(xr[lane::G], cnt, like(xr, ref))
-                            # row_sums takes the top element's 1 off; put it back
-                            sm[_P_R, tid] = pr + 1.0
-                            sm[_P_E2, tid] = pe2 + 1.0
-                            sm[_P_E3, tid] = pe3 + 1.0
-                            sm[_P_V, tid] = pv
-                        cuda.syncthreads()
-                        if active and lane == 0:
-                            m1 = sm[_B_M1, tid]
-                            m2 = sm[_B_M2, tid]
-                            rsum = 0.0
-                            te2 = 0.0
-                            te3 = 0.0
-                            tv = 0.0
-                            for ln in range(G):
-                                rsum += sm[_P_R, tid + ln]
-                                te2 += sm[_P_E2, tid + ln]
-                                te3 += sm[_P_E3, tid + ln]
-                                tv += sm[_P_V, tid + ln]
-                            rsum -= 1.0
-                            te2 -= 1.0
-                            te3 -= 1.0
+                            m1, m2, rsum, te2, te3, tv = _group_state(sm, _PART, tid, G)
                             # array rows: argmax, a fixed class or labels
                             mode, yy, uu = row_target(ymode, yfix, labels, r, seed,
                                                       row0 + r, n)
@@ -294,13 +281,15 @@ def _build_observe(TPB, G, GENERATED):
                                 cuda.atomic.min(bad, 1, r)
                             store_stats(sm, rt, m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
                                         isbad)
+                        # the next row's partial states overwrite rows _PART..
+                        cuda.syncthreads()
                     cuda.syncthreads()
                     # batched wrap-up: one tile row per thread
                     if tid < trows:
-                        lam = logobs(sm[0, tid], sm[1, tid], sm[2, tid], sm[3, tid],
-                                     sm[4, tid], sm[5, tid], sm[6, tid] != 0.0, sm[7, tid],
-                                     sm[8, tid])
-                        _store_vals(sm, tid, lam, sm[9, tid] != 0.0)
+                        lam = logobs(sm[ST_M1, tid], sm[ST_M2, tid], sm[ST_R, tid],
+                                     sm[ST_E2, tid], sm[ST_E3, tid], sm[ST_V, tid],
+                                     sm[ST_YTOP, tid] != 0.0, sm[ST_XY, tid], sm[ST_EY, tid])
+                        _store_vals(sm, tid, lam, sm[ST_BAD, tid] != 0.0)
                 cuda.syncthreads()
                 # ---- 2. tile reduction by (row-block, channel, split) items
                 for it in range(tid, ni, TPB):
@@ -312,9 +301,8 @@ def _build_observe(TPB, G, GENERATED):
                     hi = lo + rpr
                     if hi > trows:
                         hi = trows
-                    ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thr, nt, bid, bmin,
-                                               bmax, bnonf, bbelow, hist, hrange, hninf,
-                                               hstart)
+                    ic, im, iss = _reduce_item(sm, c, lo + kk, hi, K, thresholds, bid, blocks,
+                                               sketch)
                     if ni <= TPB:
                         rc, rm, rs = chan_merge(rc, rm, rs, ic, im, iss)
                     elif lo < trows:
@@ -360,19 +348,13 @@ def _build_observe(TPB, G, GENERATED):
 @cuda.jit(device=True, **_JIT)
 def _softmax_row(xr, n, out, log):
     """One row, one thread: the CPU backend's ``softmax_rows`` body (NaN for a bad row)."""
-    m1, m2 = row_top2(xr, n)
-    if not (m1 < np.inf) or m1 == -np.inf:
-        for i in range(n):
-            out[i] = np.nan
-        return
-    ref = m2 if m2 > -np.inf else m1
-    rr, e2, e3, v = row_sums(xr, n, ref)
-    if rr != rr or v != v:
+    m1, m2, rr, e2, e3, v = row_state(xr, n)
+    if row_bad(m1, rr, v):
         for i in range(n):
             out[i] = np.nan
         return
     m1f = np.float64(m1)
-    a = math.exp(np.float64(m2) - m1f) * rr if m2 > -np.inf else 0.0
+    a = rest_mass(m1, m2, rr)
     if log:
         row_log_softmax(xr, n, m1f, math.log1p(a), out)
     else:
@@ -384,7 +366,7 @@ def _build_softmax(TPB, G, LOG):
 
     @cuda.jit(**_jit_opts())
     def softmax_kernel(x, out, n):
-        sm = cuda.shared.array((8, TPB), np.float64)
+        sm = cuda.shared.array((9, TPB), np.float64)
         tid = cuda.threadIdx.x
         bid = cuda.blockIdx.x
         grid = cuda.gridDim.x
@@ -405,53 +387,25 @@ def _build_softmax(TPB, G, LOG):
                     _softmax_row(xr, n, orow, LOG)
             else:
                 if active:
-                    a1, a2 = row_top2(xr[lane::G], cnt)
-                    sm[0, tid] = a1
-                    sm[1, tid] = a2
+                    _put_state(sm, 0, tid, row_state(xr[lane::G], cnt))
                 cuda.syncthreads()
                 if active and lane == 0:
-                    m1 = sm[0, tid]
-                    m2 = sm[1, tid]
-                    for ln in range(1, G):
-                        m1, m2 = _merge_top2(m1, m2, sm[0, tid + ln], sm[1, tid + ln])
-                    sm[2, tid] = m1
-                    sm[3, tid] = m2
+                    m1, m2, rsum, te2, te3, tv = _group_state(sm, 0, tid, G)
+                    sm[6, tid] = 1.0 if row_bad(m1, rsum, tv) else 0.0
+                    a = rest_mass(m1, m2, rsum)
+                    sm[7, tid] = math.log1p(a) if LOG else 1.0 + a
+                    sm[8, tid] = m1
                 cuda.syncthreads()
                 g0 = tid - lane
-                if active:
-                    m1 = sm[2, g0]
-                    m2 = sm[3, g0]
-                    pr = -1.0
-                    pv = 0.0
-                    if m1 < np.inf and m1 > -np.inf:
-                        ref = m2 if m2 > -np.inf else m1
-                        pr, pe2, pe3, pv = row_sums(xr[lane::G], cnt, like(xr, ref))
-                    sm[4, tid] = pr + 1.0
-                    sm[5, tid] = pv
-                cuda.syncthreads()
-                if active and lane == 0:
-                    m1 = sm[2, tid]
-                    m2 = sm[3, tid]
-                    rsum = 0.0
-                    tv = 0.0
-                    for ln in range(G):
-                        rsum += sm[4, tid + ln]
-                        tv += sm[5, tid + ln]
-                    rsum -= 1.0
-                    bad = not (m1 < np.inf) or m1 == -np.inf or rsum != rsum or tv != tv
-                    a = math.exp(m2 - m1) * rsum if m2 > -np.inf else 0.0
-                    sm[6, tid] = 1.0 if bad else 0.0
-                    sm[7, tid] = math.log1p(a) if LOG else 1.0 + a
-                cuda.syncthreads()
                 if active:
                     if sm[6, g0] != 0.0:
                         for i in range(lane, n, G):
                             orow[i] = np.nan
                     elif LOG:
-                        row_log_softmax(xr[lane::G], cnt, sm[2, g0], sm[7, g0], orow[lane::G])
+                        row_log_softmax(xr[lane::G], cnt, sm[8, g0], sm[7, g0], orow[lane::G])
                     else:
-                        row_softmax(xr[lane::G], cnt, sm[2, g0], sm[7, g0], orow[lane::G])
-                # the next round overwrites sm rows 0..7
+                        row_softmax(xr[lane::G], cnt, sm[8, g0], sm[7, g0], orow[lane::G])
+                # the next round overwrites sm rows 0..8
                 cuda.syncthreads()
 
     return softmax_kernel
@@ -472,4 +426,4 @@ def _copy4(src, dst):
         dst[i0, i1, i2, i3] = src[i0, i1, i2, i3]
 
 
-_BUILDERS = {"observe": _build_observe, "softmax": _build_softmax}
+_BUILDERS = {"observe": _build_observe, "softmax": _build_softmax, "copy4": lambda: _copy4}

@@ -16,7 +16,8 @@ from ...accumulate import NCH, Accumulator
 from . import _settings
 from ._device import (_DeviceRows, _as_device, _is_device_array, _launch_copy4, _pad2, _view,
                       _wrap_like)
-from ._kernels import SIMULATOR, _kernel
+from . import _kernels
+from ._kernels import SIMULATOR
 from ._geometry import _grid_cap, _launch_rows, _quiet, _tpb, group_size, tile_rows
 
 _INT64_MAX = np.iinfo(np.int64).max
@@ -81,7 +82,7 @@ class _Launcher:
             per_block = tpb * (n + (q_len if gen == GEN_DOT_EXPLICIT else 0)) * self.dt.itemsize
             grid = min(grid, max(1, _settings.SCRATCH_BYTES // 2 // per_block))
         self.grid = grid = max(1, grid)
-        self.kernel = _kernel("observe", tpb, self.g, bool(generated))
+        self.kernel = _kernels.get_kernel("observe", tpb, self.g, bool(generated))
         self.gen = gen
         self.params = cuda.to_device(np.zeros(3) if params is None
                                      else np.asarray(params, np.float64))
@@ -147,13 +148,17 @@ class _Launcher:
         grid = max(1, min(self.grid, -(-nr // self.unit)))
         scr, qscr = self._scratch(k)
         with _quiet():
+            # the kernel's argument groups: the model (generated rows), the
+            # rows' geometry, the target, the thresholds, the row scratch,
+            # the per-block outputs, the sketch, the bad-row counter
             self.kernel[grid, self.tpb, s](
-                xd, self.gen, self.params, self.seed, np.int64(self.row0 + r0), np.int64(nr),
-                np.int64(self.n), ld, np.int64(self.ymode), np.int64(self.yfix),
-                np.int64(self.brows), np.int64(self.tr), self.thr, np.int64(self.nt), scr,
-                qscr,
-                self.mom_d[k], self.bmin, self.bmax, self.bnonf, self.bbelow, self.hist,
-                self.hrange, self.hninf, np.int64(self.hstart), self.bad_d[k])
+                xd, (np.int64(self.gen), self.params, self.seed),
+                (np.int64(self.row0 + r0), np.int64(nr), np.int64(self.n), np.int64(self.brows),
+                 np.int64(self.tr)),
+                (ld, np.int64(self.ymode), np.int64(self.yfix)),
+                (self.thr, np.int64(self.nt)), (scr, qscr),
+                (self.mom_d[k], self.bmin, self.bmax, self.bnonf, self.bbelow),
+                (self.hist, self.hrange, self.hninf, np.int64(self.hstart)), self.bad_d[k])
         nb = -(-nr // self.brows)
         self.mom_d[k][:nb].copy_to_host(self.mom_h[k][:nb], stream=s)
         self.bad_d[k].copy_to_host(self.bad_h[k], stream=s)
@@ -327,7 +332,7 @@ def softmax(x, axes=-1, log=False):
         scatter = _pad2(odims_b) + _pad2(odims_a)
     tpb = _tpb()
     g = group_size(n, tpb)
-    k = _kernel("softmax", tpb, g, bool(log))
+    k = _kernels.get_kernel("softmax", tpb, g, bool(log))
     ng = tpb // g
     grid = max(1, min(_grid_cap(), -(-rows // ng)))
     with _quiet():

@@ -16,7 +16,8 @@ LAUNCH_LOGITS = 1 << 29
 #: cap on the per-thread row scratch of generated rows (bytes)
 SCRATCH_BYTES = 1 << 31
 #: register cap per thread for the summary kernels (None: the compiler's
-#: choice, ~120-140 on sm_90, i.e. 4 blocks of 128 per multiprocessor)
+#: choice; ``python bench/gpu_compile.py`` prints it per kernel variant with
+#: the resident blocks of 128 threads it allows: 4 at <= 128 registers, 3 above)
 MAX_REGISTERS = None
 
 # Compile options of every kernel: the one place fast math is decided (see
