@@ -55,7 +55,7 @@ def verify_out(_verify_run):
 import re as _re  # noqa: E402
 
 SKIP_ALLOWLIST = (
-    r"no CUDA GPU usable", r"no CUDA device", r"needs a CUDA driver",
+    r"no CUDA GPU usable", r"no CUDA device", r"needs a CUDA driver", r"needs a CUDA GPU",
     r"a GPU is usable here", r"workers have a GPU",
     r"\bNVVM\b", r"\bNVRTC\b", r"CUDA toolkit libraries not installed",
 )

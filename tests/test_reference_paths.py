@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from conftest import RTOL
+from helpers import RTOL
 from reference import log10_mp, observables_mp_targets
 
 NS = [16, 17, 31, 255, 256, 257, 1024, 4097]

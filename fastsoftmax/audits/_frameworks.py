@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = ["FRAMEWORKS", "Framework", "get_framework", "infer_framework"]
 
+#: The frameworks whose arrays an audited function may take (``framework=``).
 FRAMEWORKS = ("numpy", "torch", "jax")
 
 
