@@ -92,6 +92,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from . import simd as _simd
+from . import tile as _tile
 from .. import registries as _reg
 from ..registries import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
 from .rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
@@ -326,8 +327,8 @@ _targets(row_sums, _row_sums_cpu, forceinline=True, error_model="numpy")
 def tile_load(x, r0, k, n, tb):
     """tb[j, l] = x[r0 + l, j] for the k <= G rows r0 .. r0 + k - 1 of the
     C 2-D array x (j < n); lanes l >= k repeat row r0 + k - 1 (computed,
-    never read).  ``_simd.tile_transpose``: shuffles, a copy."""
-    _simd.tile_transpose(x, r0, k, n, tb)
+    never read).  ``tile.tile_transpose``: shuffles, a copy."""
+    _tile.tile_transpose(x, r0, k, n, tb)
 
 
 _TILE_P = _simd.stack_array_like(4, G)
@@ -353,7 +354,7 @@ def tile_sums(tb, n, M, D):
     zero = like(tb, 0.0)
     ninf = like(tb, -np.inf)
     floor = exp_floor(tb)
-    _simd.tile_top2(tb, n, M)
+    _tile.tile_top2(tb, n, M)
     for l in range(G):
         m1 = M[0, l]
         m2 = M[1, l]
