@@ -159,13 +159,14 @@ def model_name() -> str:
 
 # Vector width of fastsoftmax's own kernels: FASTSOFTMAX_VECTOR_WIDTH =
 # "auto" (default: 512-bit where the CPU has AVX-512F, else the compiler's
-# choice), "512" or "256".  Applied as an LLVM function attribute on the
+# choice), "512", "256" or "128" (xmm code on any x86-64 with AVX: the
+# reproducibility test's narrow build).  Applied as an LLVM function attribute on the
 # kernels only (``simd.vector_width``): numba's target for the user's other
 # code is not changed.  LLVM prefers 256-bit vectors on Intel CPUs even with
 # AVX-512; 512-bit measured +20-90% on the hot kernels.  The results are the
 # same bits at any width.  ``fastsoftmax info`` reports the width the
 # compiled kernels really use.
-VECTOR_WIDTH_CHOICES = ("auto", "256", "512")
+VECTOR_WIDTH_CHOICES = ("auto", "128", "256", "512")
 
 
 def _resolve_vector_width(setting):
@@ -173,8 +174,8 @@ def _resolve_vector_width(setting):
         warnings.warn(f"FASTSOFTMAX_VECTOR_WIDTH={setting!r} is not one of "
                       f"{VECTOR_WIDTH_CHOICES}; using 'auto'", RuntimeWarning, stacklevel=2)
         setting = "auto"
-    if setting == "256":
-        return setting, 256
+    if setting in ("128", "256"):
+        return setting, int(setting)
     if has_avx512():           # numba's target, by numba's rule (below)
         return setting, 512
     return setting, 0          # no AVX-512: the compiler's default (256-bit on AVX2)

@@ -173,13 +173,14 @@ def _ol_vector_width():
 
 # ---------------------------------------------------------------------------
 # IR helpers.  A G-lane value is a list of chunk vectors of the register
-# width the knob allows (512-bit: 16 float32 / 8 float64 per chunk; else
-# 256-bit), so that "256" really means 256-bit code.  Lane l of the value is
+# width the knob allows (512-bit: 16 float32 / 8 float64 per chunk; 128-bit:
+# 4 / 2; else 256-bit), so that "256" and "128" really mean code of that width.  Lane l of the value is
 # lane l % cw of chunk l // cw; every fold pairs lane l with lane l + k/2
 # (chunks first, then halves within a chunk): the same order at any width.
 
 def _chunk_lanes(elem):
-    bits = 512 if features.KERNEL_VECTOR_WIDTH >= 512 else 256
+    w = features.KERNEL_VECTOR_WIDTH
+    bits = 512 if w >= 512 else (128 if w == 128 else 256)
     eb = 32 if elem in (ir.FloatType(), ir.IntType(32)) else 64
     return min(G, bits // eb)
 
