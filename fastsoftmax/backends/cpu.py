@@ -37,7 +37,7 @@ from .._kernels.gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
                        generated_row_error)
 from .._kernels.row import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
-                            row_log_softmax, row_softmax, row_stats, row_stats_into,
+                            rest_mass, row_log_softmax, row_softmax, row_stats, row_stats_into,
                             row_stats_into_ahead, row_target, store_stats, tile_load,
                             tile_row_stats, tile_sums)
 from .._kernels.rng import STREAM_LOGITS, fill_normals_rows
@@ -238,8 +238,7 @@ def _build(source_key):
                 status[r] = 1
                 out[r, :] = np.nan
                 continue
-            # a = sum_{i != top} exp(x_i - m1) = t R (0 for a single finite logit)
-            a = math.exp(m2 - m1) * rr if m2 > -np.inf else 0.0
+            a = rest_mass(m1, m2, rr)
             if log:
                 row_log_softmax(xr, n, m1, math.log1p(a), out[r])
             else:
