@@ -10,12 +10,15 @@ groups of blocks).  Rows of length n <= TILE_BOUND (the tile path, 16 rows
 one per lane; in summarize with FASTSOFTMAX_TILE=1): the transposition of a
 tile (``tile_load``); + the top two and the four sums (``tile_sums``,
 ``tile_row_stats``).  Longer rows (the row-at-a-time path): the top-2 pass;
-+ the exp pass (R, E2, E3, V in 16 lanes, prefetching the next row).  Then,
-for both: + the wrap-up (``block_logobs``: the observables' logs); + the
-block reduction (``block_reduce``: values, moments, thresholds, sketch);
-then the whole ``summarize`` (with the path it is set to).  Where n <=
-TILE_BOUND the row-at-a-time path's phases run too, interleaved (``row
-path``), so the two paths' ratio is a paired measurement.  It calls
++ the exp pass (R, E2, E3, V in 16 lanes, prefetching the next row).  Rows
+of length n >= STREAM_MIN_N (the one-pass path, ``_kernels.stream``): the
+one pass, chunk by chunk (each chunk's top two, then its sums, merged).
+Then, for all: + the wrap-up (``block_logobs``: the observables' logs); +
+the block reduction (``block_reduce``: values, moments, thresholds,
+sketch); then the whole ``summarize`` (with the path it is set to).  Where
+n <= TILE_BOUND or n >= STREAM_MIN_N the row-at-a-time path's phases run
+too, interleaved (``row path``), so the two paths' ratio is a paired
+measurement.  It calls
 fastsoftmax's private kernels, so it moves with them: the public figures
 are bench_ceiling.py's.
 """
@@ -36,17 +39,20 @@ from fastsoftmax._kernels.row import (NOBS, NSTATS, block_logobs, row_stats_into
                                      row_top2, store_stats, tile_load, tile_row_stats,
                                      tile_sums)
 from fastsoftmax._kernels.simd import G, row_view, vector_width  # noqa: E402
+from fastsoftmax._kernels.stream import STREAM_MIN_N, stream_stats_into  # noqa: E402
 from fastsoftmax._kernels.sketch import new_scratch  # noqa: E402
 from fastsoftmax.accumulate import NCH, block_reduce  # noqa: E402
 
 
 @njit(parallel=True, fastmath=FASTMATH, error_model="numpy")
-def phases(x, brows, gblk, mode, tiled, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, thr,
-           counts, carry, lo, hi, ninf, start, tb_s, tm_s, td_s):
+def phases(x, brows, gblk, mode, tiled, streamed, st_s, lam_s, val_s, mom, vmin, vmax, nonf,
+           below, thr, counts, carry, lo, hi, ninf, start, tb_s, tm_s, td_s):
     rows, n = x.shape
     nth = st_s.shape[0]
     nblk = rows // brows
     ngrp = (nblk + gblk - 1) // gblk
+    # the one-pass path has one phase where the row path has two
+    first = 1 if streamed else 0
     for t in prange(nth):
         vector_width()
         st = st_s[t]
@@ -70,16 +76,19 @@ def phases(x, brows, gblk, mode, tiled, st_s, lam_s, val_s, mom, vmin, vmax, non
             for i in range(0 if tiled else gn):
                 r = g0 + i
                 xr = row_view(x, r)
-                if mode == 0:
+                if streamed:
+                    ahead = row_view(x, r + 1 if r + 1 < rows else r)
+                    stream_stats_into(xr, n, 0, 0, 0.5, st, i, ahead)
+                elif mode == 0:
                     m1, m2 = row_top2(xr, n)
                     st[0, i] = m1
                     st[1, i] = m2
                 else:
                     ahead = row_view(x, r + 1 if r + 1 < rows else r)
                     row_stats_into_ahead(xr, n, 0, 0, 0.5, st, i, ahead)
-            if mode >= 2:
+            if mode + first >= 2:
                 block_logobs(st, gn, lam_s[t])
-            if mode >= 3:
+            if mode + first >= 3:
                 block_reduce(lam_s[t], gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
                              nonf[t], below[t], counts[t], carry[t], lo[t], hi[t], ninf[t],
                              start)
@@ -109,11 +118,14 @@ def profile(n, rows, dt, scale, rounds):
     names = ["top-2 pass", "+ exp pass (R, E2, E3, V)", "+ wrap-up (block_logobs)",
              "+ block reduction (values, moments, thresholds, sketch)"]
     tnames = ["tile transposition", "+ top two and sums across the lanes"] + names[2:]
-    for mode, name in enumerate(tnames if tiled else names):
-        c[name] = (lambda m=mode: phases(x, brows, gblk, m, tiled, **a))
-    if tiled:
+    streamed = n >= STREAM_MIN_N
+    snames = ["one pass (chunk by chunk: top two, then the sums)"] + names[2:]
+    for mode, name in enumerate(tnames if tiled else snames if streamed else names):
+        c[name] = (lambda m=mode: phases(x, brows, gblk, m, tiled, streamed, **a))
+    if tiled or streamed:
         for mode, name in enumerate(names):
-            c["row path: " + name] = (lambda m=mode: phases(x, brows, gblk, m, False, **a))
+            c["row path: " + name] = (lambda m=mode: phases(x, brows, gblk, m, False, False,
+                                                            **a))
     c["summarize (all)"] = lambda: fs.summarize(x)
     times = interleaved(c, rounds, samples=True)
     per = {k: 1e9 * np.median(v) * nth / rows for k, v in times.items()}
@@ -131,12 +143,12 @@ def profile(n, rows, dt, scale, rounds):
             tail = f"  this phase {per[k] - prev:8.1f}"
             prev = per[k]
         print(f"  {k:66s} {per[k]:9.1f} ({best[k]:9.1f})  {ceil / per[k]:6.1%} of the ceiling{tail}")
-    if tiled:
-        # paired: round i of the tile path against round i of the row path
+    if tiled or streamed:
+        # paired: round i of the tile (one-pass) path against round i of the row path
         full = names[-1]
         ratio = np.median(np.array(times["row path: " + full]) / np.array(times[full]))
-        print(f"  tile path against row path, through the block reduction: "
-              f"{ratio:.2f}x faster (median of the paired rounds)")
+        print(f"  {'tile' if tiled else 'one-pass'} path against row path, through the block "
+              f"reduction: {ratio:.2f}x faster (median of the paired rounds)")
 
 
 def main():

@@ -743,9 +743,11 @@ def state_merge(a1, a2, ar, ae2, ae3, av, b1, b2, br, be2, be3, bv):
     sa = math.exp(a2 - m2) if a2 > ninf else 0.0
     sb = math.exp(b2 - m2) if b2 > ninf else 0.0
     eb = math.exp(b1 - m2) if b1 > ninf else 0.0
-    da = m2 - a2 if a2 > ninf else 0.0
-    db = m2 - b2 if b2 > ninf else 0.0
-    dt = m2 - b1 if b1 > ninf else 0.0
+    # a part whose factor is 0 adds nothing: its distance to m2, which can
+    # overflow (float64: 1e308 - -1e308 = inf), must not turn 0 * inf into NaN
+    da = m2 - a2 if sa > 0.0 else 0.0
+    db = m2 - b2 if sb > 0.0 else 0.0
+    dt = m2 - b1 if eb > 0.0 else 0.0
     r = sa * ar + (sb * br + eb)
     e2 = sa * sa * ae2 + (sb * sb * be2 + eb * eb)
     e3 = sa * sa * sa * ae3 + (sb * sb * sb * be3 + eb * eb * eb)
