@@ -33,7 +33,7 @@ except ImportError:      # the library needs only numpy and numba; the CLI needs
 from . import audits as _audits
 from ._inputs import NAN_POLICIES
 from ._util import dumps, jsonable
-from .registries import backend_names
+from .registries import JAC_DIAG_MAX, backend_names
 
 PROG = "fastsoftmax"
 
@@ -362,7 +362,7 @@ def _width():
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="PNG of the median and quantile bands of --observable (its folder is "
                    "made if missing).")
-@click.option("--observable", default="jac_diag_max", show_default=True,
+@click.option("--observable", default=JAC_DIAG_MAX.name, show_default=True,
               help="What --plot and the printed table show.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run on a Dask cluster (tcp://host:8786).")
@@ -455,7 +455,7 @@ def _records(df):
     return jsonable(df.to_dict("records"))
 
 
-def format_sweep(df, keys, obs="jac_diag_max"):
+def format_sweep(df, keys, obs=JAC_DIAG_MAX.name):
     """A compact text table: grid values, then median / mean ± sem /
     log10-mean / fraction below 1e-6 of one observable (with the laws'
     median and fraction beside them when the table has theory columns)."""

@@ -32,8 +32,9 @@ def assert_softmax_accurate(fn: Callable[..., Any] | str, kind: str = "softmax",
     ----------
     fn : callable or str
         As :func:`fastsoftmax.audit`.
-    kind : {"softmax", "log_softmax", "ce_loss", "ce_grad"}, default "softmax"
-        What ``fn`` computes.
+    kind : str, default "softmax"
+        What ``fn`` computes: one of :data:`fastsoftmax.audits.KINDS`, as
+        :func:`fastsoftmax.audit`.
     dtype : {"float16", "bfloat16", "float32", "float64"}, default "float32"
         The logits' dtype.
     max_ulp : float, default 4

@@ -1,12 +1,17 @@
 """Fixtures shared by the test modules (constants and helper functions are
 in ``helpers.py``)."""
+import contextlib
+import dataclasses
+import io
 import os
+import pathlib
+import pickle
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from helpers import VERIFY_RUN
+from helpers import VERIFY_ARGS
 
 settings.register_profile(
     "ci", max_examples=150, deadline=None,
@@ -23,26 +28,76 @@ def dtype(request):
 
 
 # --------------------------------------------------------------------------
-# one small `verify` run for the whole session (every test that needs a run's
-# result or its --out files reads this one: the experiment runs once per test run)
+# one small `verify` run for the whole test run: the command line's
+# ``fastsoftmax verify --out DIR`` in process (DIR's parents missing), once
+# for all xdist workers (the first to ask runs it under a file lock and
+# pickles it; the others read it).  test_verify reads its VerifyResult and
+# files, test_cli its exit status and streams as well.
+
+@dataclasses.dataclass
+class VerifyRun:
+    rc: int
+    stdout: str
+    stderr: str
+    out: pathlib.Path
+    result: object
+
+
+def _cli_verify(out):
+    """``fastsoftmax verify VERIFY_ARGS --out out`` through ``cli.main``, the
+    VerifyResult it printed kept from the run."""
+    from fastsoftmax import cli
+    from fastsoftmax import verify as vmod
+    results = []
+    prepare = vmod.prepare
+
+    def keeping(*a, **kw):
+        exp = prepare(*a, **kw)
+        run = exp.run
+
+        def run_and_keep(*ra, **rkw):
+            results.append(run(*ra, **rkw))
+            return results[-1]
+        exp.run = run_and_keep
+        return exp
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(stderr):
+        mp.setattr(vmod, "prepare", keeping)
+        rc = cli.main([*VERIFY_ARGS, "--out", str(out)])
+    assert len(results) == 1, stderr.getvalue()
+    return VerifyRun(rc, stdout.getvalue(), stderr.getvalue(), out, results[0])
+
 
 @pytest.fixture(scope="session")
-def _verify_run(tmp_path_factory):
-    from fastsoftmax import verify
-    out = tmp_path_factory.mktemp("verify")
-    return verify.run(out=out, progress=False, **VERIFY_RUN), out
+def verify_cli(tmp_path_factory):
+    """The session's one ``fastsoftmax verify`` run (:class:`VerifyRun`)."""
+    from filelock import FileLock
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent                      # the workers of this run share it
+    with FileLock(str(root / "verify-run.lock")):
+        done = root / "verify-run.pickle"
+        if done.exists():
+            with open(done, "rb") as f:
+                return pickle.load(f)
+        run = _cli_verify(root / "verify-run" / "new" / "v")
+        with open(done, "wb") as f:
+            pickle.dump(run, f)
+        return run
 
 
 @pytest.fixture(scope="session")
-def verify_result(_verify_run):
+def verify_result(verify_cli):
     """The VerifyResult of ``verify.run(**VERIFY_RUN, out=verify_out)`` (run once per session)."""
-    return _verify_run[0]
+    return verify_cli.result
 
 
 @pytest.fixture(scope="session")
-def verify_out(_verify_run):
+def verify_out(verify_cli):
     """The ``--out`` directory that run wrote (tables, summary.json, plots)."""
-    return _verify_run[1]
+    return verify_cli.out
 
 
 # --------------------------------------------------------------------------

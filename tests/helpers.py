@@ -30,9 +30,13 @@ RTOL = {np.dtype(np.float32): 2e-5, np.dtype(np.float64): 1e-12}
 
 
 # --------------------------------------------------------------------------
-# the session's `verify` run (conftest's verify_result and verify_out fixtures)
+# the session's `verify` run (conftest's verify_cli, verify_result and verify_out)
 
 VERIFY_RUN = dict(samples=2000, seed=3, backend="cpu", context=True)
+# the same run as the command line's arguments (conftest runs it this way)
+VERIFY_ARGS = (["verify", "--samples", str(VERIFY_RUN["samples"]),
+                "--seed", str(VERIFY_RUN["seed"]), "--backend", VERIFY_RUN["backend"]]
+               + (["--context"] if VERIFY_RUN["context"] else []))
 
 
 # ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from fastsoftmax._kernels import features as _cpu
 from fastsoftmax._util import COMPILING, progress_bar
 from fastsoftmax.sweeps import read_table, sweep
 
-from helpers import subprocess_env
+from helpers import VERIFY_ARGS, VERIFY_RUN, subprocess_env
 
 
 def run(*args, cwd=None):
@@ -56,38 +56,17 @@ def assert_usage_error(rc, out, err, match):
 
 
 # --------------------------------------------------------------------------
-# verify: the command runs once (module fixture); the tests read its output
-
-VERIFY_ARGS = ["verify", "--samples", "2000", "--seed", "1", "--backend", "cpu", "--context"]
+# verify: the command runs once for the whole test run (conftest's verify_cli,
+# the run test_verify reads too); the tests read its output
 
 
 @pytest.fixture(scope="module")
-def verify_run(tmp_path_factory):
-    """One in-process ``fastsoftmax verify --out DIR`` (DIR's parents missing):
-    its exit status, stdout, stderr, the folder, and the VerifyResult it
-    printed (kept from the run, for the --json and --quiet formats)."""
-    from fastsoftmax import verify as vmod
-    out = tmp_path_factory.mktemp("verify") / "new" / "v"
-    results = []
-    prepare = vmod.prepare
-
-    def keeping(*a, **kw):
-        exp = prepare(*a, **kw)
-        run = exp.run
-
-        def run_and_keep(*ra, **rkw):
-            results.append(run(*ra, **rkw))
-            return results[-1]
-        exp.run = run_and_keep
-        return exp
-
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout), \
-            contextlib.redirect_stderr(stderr):
-        mp.setattr(vmod, "prepare", keeping)
-        rc = cli.main([*VERIFY_ARGS, "--out", str(out)])
-    assert len(results) == 1
-    return rc, stdout.getvalue(), stderr.getvalue(), out, results[0]
+def verify_run(verify_cli):
+    """The session's in-process ``fastsoftmax verify --out DIR`` (DIR's
+    parents missing): its exit status, stdout, stderr, the folder, and the
+    VerifyResult it printed (kept from the run, for --json and --quiet)."""
+    r = verify_cli
+    return r.rc, r.stdout, r.stderr, r.out, r.result
 
 
 def test_verify_out(verify_run):
@@ -127,7 +106,7 @@ def _verify_again(verify_run, monkeypatch, capsys, *flags):
             return res
 
     def prepare(**kw):
-        assert kw == dict(samples=2000, seed=1, backend="cpu", out=None, context=True), kw
+        assert kw == dict(VERIFY_RUN, out=None), kw
         return Done()
 
     monkeypatch.setattr(vmod, "prepare", prepare)
@@ -144,7 +123,7 @@ def test_verify_json_quiet(verify_run, monkeypatch, capsys):
     assert rc == 0, err
     assert err == "" and progress is False        # --quiet: no progress bar
     d = json.loads(stdout)
-    assert d["meta"]["samples"] == 2000
+    assert d["meta"]["samples"] == VERIFY_RUN["samples"]
     assert [c["key"] for c in d["claims"]][:3] == ["paper", "fix", "literal"]
     assert all(c["verdict"] in ("holds", "fails", "inconclusive") for c in d["claims"])
     rc, stdout, err, progress = _verify_again(verify_run, monkeypatch, capsys, "--quiet")

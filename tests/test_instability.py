@@ -29,8 +29,9 @@ def inst():
     return mod
 
 
-def test_quick_sweep(tmp_path):
-    """The quick sweep: 2 runs (lr 1, qk-layernorm off and on) of 10 steps."""
+def test_quick_sweep(inst, tmp_path, capsys):
+    """The quick sweep: 2 runs (lr 1, qk-layernorm off and on) of 10 steps,
+    as a script; then --replot (its main, in process)."""
     r = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(tmp_path)],
                        capture_output=True, text=True, env=subprocess_env(), timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -57,9 +58,8 @@ def test_quick_sweep(tmp_path):
     assert "lead_steps" in r.stdout
     # --replot redraws from the CSVs alone
     os.remove(tmp_path / "instability.png")
-    r = subprocess.run([sys.executable, SCRIPT, "--quick", "--replot", "--out", str(tmp_path)],
-                       capture_output=True, text=True, env=subprocess_env(), timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    table = inst.main(["--quick", "--replot", "--out", str(tmp_path)])
+    assert "lead_steps" in table.columns and "lead_steps" in capsys.readouterr().out
     assert (tmp_path / "instability.png").stat().st_size > 10_000
 
 

@@ -6,7 +6,10 @@ target, saturates or stays in [0, 1]) and what the laws cover; a model's
 record its parameters and their checks; a target's record the names the
 entry points accept.
 """
+import ast
 import dataclasses
+import os
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ import fastsoftmax as fs
 from fastsoftmax import registries as reg
 from fastsoftmax._inputs import _MC_NAMES
 from fastsoftmax._kernels import row
+from helpers import REPO
 
 
 def test_observable_names_and_indices_come_from_the_records():
@@ -149,3 +153,98 @@ def test_target_records():
             else:
                 with pytest.raises(ValueError, match="unknown target|labels"):
                     fs.observables(x, target=t.name)
+
+
+# --------------------------------------------------------------------------
+# one home per name: code that means an observable reads its record
+# (``registries.JAC_DIAG_MAX.name``), and the audit's kinds come from
+# ``fastsoftmax.audits._kinds``, so a name is spelt in a few modules only
+
+HOMES_AT_MOST = 4
+PACKAGE = os.path.join(REPO, "fastsoftmax")
+
+
+def _package_sources():
+    """(path relative to the repository, source) of every module of the package."""
+    for root, _, files in os.walk(PACKAGE):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8") as fh:
+                    yield os.path.relpath(path, REPO), fh.read()
+
+
+def _docstrings(tree):
+    """The string nodes that are docstrings (of the module, a class or a function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                out.add(id(body[0].value))
+    return out
+
+
+def _code_uses(tree):
+    """Every name the code spells: string constants that are a whole name
+    (docstrings excluded: an example is text, counted by the literal test
+    below) and identifiers (variables, attributes, arguments, keywords,
+    definitions)."""
+    docs = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docs:
+                yield node.value
+        elif isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            yield node.arg
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+
+
+# the observables' names and the audit's kinds that are not words of the
+# package's own functions (softmax and log_softmax name public functions)
+COUNTED = tuple(o.name for o in reg.OBSERVABLES) + ("ce_grad",)
+
+
+def _homes(names_in):
+    homes = {name: [] for name in COUNTED}
+    for path, src in _package_sources():
+        for name in set(names_in(src)) & set(COUNTED):
+            homes[name].append(path)
+    return homes
+
+
+def _over(homes):
+    return {name: sorted(paths) for name, paths in homes.items() if len(paths) > HOMES_AT_MOST}
+
+
+def test_names_in_code_have_few_homes():
+    """An observable's name (or an audit kind) is spelt as code, a string
+    constant or an identifier, in at most HOMES_AT_MOST modules."""
+    homes = _homes(lambda src: _code_uses(ast.parse(src)))
+    assert not _over(homes), f"spelt in more than {HOMES_AT_MOST} modules: {_over(homes)}"
+    assert "fastsoftmax/registries.py" in homes[reg.JAC_DIAG_MAX.name]
+
+
+def test_quoted_names_have_few_homes():
+    """Every quoted spelling, docstring examples included: at most
+    HOMES_AT_MOST modules per name."""
+    def quoted(src):
+        return {name for name in COUNTED if re.search(rf"[\"']{name}[\"']", src)}
+    homes = _homes(quoted)
+    assert not _over(homes), f"quoted in more than {HOMES_AT_MOST} modules: {_over(homes)}"
+
+
+def test_home_count_fails_on_a_new_spelling():
+    """The counter sees a name spelt as a string, an attribute or a keyword,
+    and not in a docstring."""
+    src = ('def f(s, r):\n    """Uses s["jac_diag_max"]."""\n'
+           '    return s["jac_diag_max"], r.ce_loss, g(ce_grad=1)\n')
+    assert {"jac_diag_max", "ce_loss", "ce_grad"} <= set(_code_uses(ast.parse(src)))
+    doc_only = 'def f():\n    """s["jac_diag_max"]"""\n'
+    assert "jac_diag_max" not in set(_code_uses(ast.parse(doc_only)))

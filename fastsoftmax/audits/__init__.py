@@ -29,7 +29,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .._inputs import check_seed
-from ._cases import CE_KINDS, KINDS, Case, battery_names, check_kind, resolve_cases
+from ._cases import Case, battery_names, resolve_cases
+from ._kinds import CE_KINDS, CE_LOSS, KINDS, SOFTMAX, check_kind
 from ._frameworks import FRAMEWORKS, get_framework, infer_framework
 from ._reference import (MP_PREC, add_targets, element_errors, exact_values, mp_rows,
                          mpmath_errors)
@@ -320,7 +321,7 @@ def _run(p: Prepared) -> AuditReport:
                 fw.sync()
             t2 = time.perf_counter()
             out = fw.to_numpy(res)
-            want = (x.shape[0],) if kind == "ce_loss" else x.shape
+            want = (x.shape[0],) if kind == CE_LOSS else x.shape
             if out.shape != want and out.size == int(np.prod(want)):
                 out = out.reshape(want)
             if out.shape != want:

@@ -17,22 +17,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..models import DotProduct, _Model
+from ._kinds import CE_KINDS, KINDS, check_kind
 from ._units import FloatFormat, float_format
 
 __all__ = ["Case", "battery", "resolve_cases", "TARGETS", "KINDS", "CE_KINDS", "check_kind"]
 
 TARGETS = ("argmax", "random", "sampled")
-#: What an audited function computes: softmax, log-softmax, the per-row CE
-#: loss -log p_y, the gradient p - e_y of the summed CE loss.
-KINDS = ("softmax", "log_softmax", "ce_loss", "ce_grad")
-CE_KINDS = ("ce_loss", "ce_grad")
-
-
-def check_kind(kind: Any) -> str:
-    """``kind`` if it is one of :data:`KINDS`, else ValueError."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
-    return kind
 # rows per case by row length: a battery of about 40 cases stays well under
 # a second of reference time
 _ROWS = {1: 256, 2: 256, 64: 64, 1024: 16, 65536: 2}
@@ -310,7 +300,7 @@ def resolve_cases(cases: Any, kind: str, fmt: FloatFormat, seed: int) -> list[Ca
                                  f"{fmt.name}: {', '.join(names)}")
             if tgt_rule is not None and (kind not in CE_KINDS or tgt_rule not in TARGETS):
                 raise ValueError(f"case {item!r}: a target rule [{'|'.join(TARGETS)}] is "
-                                 "only for kind 'ce_loss' or 'ce_grad'")
+                                 f"only for kind {' or '.join(map(repr, CE_KINDS))}")
             wanted.append((base, tgt_rule))
             out_order.append(("battery", len(wanted) - 1))
             continue

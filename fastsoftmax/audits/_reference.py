@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import api
+from .. import api, registries
+from ._kinds import CE_GRAD, CE_LOSS, LOG_SOFTMAX, SOFTMAX
 from ._units import softmax_condition, target_condition
 
 __all__ = ["Exact", "exact_values", "add_targets", "element_errors", "mpmath_errors", "MP_ELEMENTS",
@@ -68,9 +69,9 @@ def add_targets(ex: Exact, labels: np.ndarray) -> None:
     """Add the cross-entropy quantities of ``labels`` (one per row) to ``ex``."""
     obs = api.observables(ex.x, target=labels)
     ex.labels = labels
-    ex.loss = obs["ce_loss"]
-    ex.target = obs["ce_grad_target"]
-    ex.norm = obs["ce_grad_norm"]
+    ex.loss = obs[registries.CE_LOSS.name]
+    ex.target = obs[registries.CE_GRAD_TARGET.name]
+    ex.norm = obs[registries.CE_GRAD_NORM.name]
     ex.c_target = target_condition(ex.d, ex.lp, labels)
 
 
@@ -91,11 +92,11 @@ def element_errors(kind: str, out: np.ndarray, ex: Exact) -> dict[str, np.ndarra
     component 1 - p_y per row: the output's -g_y) and ``norm_exact``,
     ``norm_err`` (per row)."""
     rows = np.arange(ex.x.shape[0])
-    if kind == "softmax":
+    if kind == SOFTMAX:
         return dict(exact=ex.p, err=_abs_err(out, ex.p), c=ex.c)
-    if kind == "log_softmax":
+    if kind == LOG_SOFTMAX:
         return dict(exact=ex.lp, err=_abs_err(out, ex.lp), c=ex.c)
-    if kind == "ce_loss":
+    if kind == CE_LOSS:
         return dict(exact=ex.loss, err=_abs_err(out, ex.loss), c=ex.c[rows, ex.labels])
     g = ex.p.copy()
     g[rows, ex.labels] = -ex.target
@@ -127,7 +128,7 @@ def mpmath_errors(kind: str, out: np.ndarray, ex: Exact, nrows: int) -> dict[str
 def _mp(kind, out, ex, nrows, ctx):
     mpf, exp, log, fsum, sqrt = ctx.mpf, ctx.exp, ctx.log, ctx.fsum, ctx.sqrt
     n = ex.x.shape[1]
-    shape = (nrows,) if kind == "ce_loss" else (nrows, n)
+    shape = (nrows,) if kind == CE_LOSS else (nrows, n)
     exact = np.zeros(shape)
     err = np.zeros(shape)
     t_exact, t_err, norm_exact, norm_err = (np.zeros(nrows) for _ in range(4))
@@ -148,17 +149,17 @@ def _mp(kind, out, ex, nrows, ctx):
             else:
                 dst_err[idx] = 0.0 if float(value) == o else np.inf     # NaN: inf
 
-        if kind == "softmax":
+        if kind == SOFTMAX:
             for j in range(n):
                 put(exact, err, (r, j), e[j] / s, out[r, j])
-        elif kind == "log_softmax":
+        elif kind == LOG_SOFTMAX:
             for j in range(n):
                 if np.isfinite(xs[j]):
                     put(exact, err, (r, j), lp(j), out[r, j])
                 else:
                     exact[r, j] = -np.inf
                     err[r, j] = 0.0 if out[r, j] == -np.inf else np.inf
-        elif kind == "ce_loss":
+        elif kind == CE_LOSS:
             y = int(ex.labels[r])
             put(exact, err, r, -lp(y), out[r])
         else:
@@ -172,9 +173,9 @@ def _mp(kind, out, ex, nrows, ctx):
             nrm = sqrt(fsum(v * v for v in g))
             o = float(np.sqrt(np.sum(out[r] * out[r])))
             put(norm_exact, norm_err, r, nrm, o)
-    res = dict(exact=exact, err=err, c=ex.c[:nrows] if kind != "ce_loss"
+    res = dict(exact=exact, err=err, c=ex.c[:nrows] if kind != CE_LOSS
                else ex.c[np.arange(nrows), ex.labels[:nrows]])
-    if kind == "ce_grad":
+    if kind == CE_GRAD:
         rows = np.arange(nrows)
         c = ex.c[:nrows].copy()
         c[rows, ex.labels[:nrows]] = ex.c_target[:nrows]

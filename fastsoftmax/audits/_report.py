@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._cases import Case
+from ._kinds import CE_GRAD, LOG_KINDS, LOG_SOFTMAX, PROB_KINDS, SOFTMAX
 from ._units import FloatFormat, ulp, units_log, units_relative
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ __all__ = ["AuditReport", "case_figures", "failure_figures", "masked_figures",
 #: The default pass bound, in units of the error bound (see the module
 #: ``fastsoftmax.audits._units``).
 DEFAULT_MAX_ULP = 4.0
-LOG_KINDS = ("log_softmax", "ce_loss")
-PROB_KINDS = ("softmax", "ce_grad")
 # metrics judged against max_ulp, and those that must be 0
 UNIT_METRICS = ("units", "target_units", "norm_units")
 ZERO_METRICS = ("error", "nonfinite", "false_zeros", "false_neg_inf")
@@ -84,7 +83,7 @@ def case_figures(kind: str, out: np.ndarray, errs: dict[str, np.ndarray],
     non-finite outputs, false zeros and false -inf and the sum error."""
     log = kind in LOG_KINDS
     rows = _error_rows("", errs["err"], errs["exact"], errs["c"], log, fmt, ref)
-    if kind == "ce_grad":
+    if kind == CE_GRAD:
         rows += _error_rows("target_", errs["t_err"], errs["t_exact"], errs["t_c"], False,
                             fmt, ref)
         c_norm = np.max(np.where(np.isfinite(errs["c"]), errs["c"], 0.0), axis=-1)
@@ -96,7 +95,7 @@ def case_figures(kind: str, out: np.ndarray, errs: dict[str, np.ndarray],
     rows.append(dict(metric="nonfinite", value=int(bad.sum()), q=math.nan,
                      elements=int(finite_exact.sum()), reference=count_ref, judged=True))
     if log:
-        sign = -np.inf if kind == "log_softmax" else np.inf
+        sign = -np.inf if kind == LOG_SOFTMAX else np.inf
         rows.append(dict(metric="false_neg_inf", value=int((finite_exact & (cout == sign)).sum()),
                          q=math.nan, elements=int(finite_exact.sum()), reference=count_ref,
                          judged=True))
@@ -105,7 +104,7 @@ def case_figures(kind: str, out: np.ndarray, errs: dict[str, np.ndarray],
         rows.append(dict(metric="false_zeros", value=int((normal & (cout == 0)).sum()),
                          q=math.nan, elements=int(normal.sum()), reference=count_ref,
                          judged=True))
-        target = 1.0 if kind == "softmax" else 0.0
+        target = 1.0 if kind == SOFTMAX else 0.0
         with np.errstate(invalid="ignore", over="ignore"):
             sums = np.array([abs(math.fsum(r) - target) if np.isfinite(r).all() else math.nan
                              for r in cout])
@@ -157,7 +156,7 @@ class AuditReport:
         What was audited (a registry name, ``module:function`` or the
         function's qualified name).
     kind : str
-        "softmax", "log_softmax", "ce_loss" or "ce_grad".
+        One of :data:`fastsoftmax.audits.KINDS`.
     dtype : str
         The logits' dtype.
     framework : str
@@ -364,11 +363,11 @@ class AuditReport:
         case regime units units q99.9 ulps nonfinite false 0 |sum-1| verdict
         """
         cols = ["units", "units q99.9", "ulps"]
-        if self.kind == "ce_grad":
+        if self.kind == CE_GRAD:
             cols += ["1-p_y units", "norm units"]
         cols += ["nonfinite", "false -inf" if self.kind in LOG_KINDS else "false 0"]
         if self.kind in PROB_KINDS:
-            cols.append("|sum-1|" if self.kind == "softmax" else "|sum g|")
+            cols.append("|sum-1|" if self.kind == SOFTMAX else "|sum g|")
         head = ["case", "regime"] + cols + ["verdict"]
         lines = []
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._cases import check_kind
+from ._kinds import CE_GRAD, CE_LOSS, LOG_SOFTMAX, SOFTMAX, check_kind
 
 __all__ = ["IMPLEMENTATIONS", "Implementation", "resolve_implementation"]
 
@@ -62,6 +62,11 @@ def _one_hot_np(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     return g
 
 
+def _by_kind(kind: str, *fns: Callable[..., Any]) -> Callable[..., Any]:
+    """The one of ``fns`` (given in :data:`KINDS` order) that computes ``kind``."""
+    return dict(zip((SOFTMAX, LOG_SOFTMAX, CE_LOSS, CE_GRAD), fns))[kind]
+
+
 def _numpy_naive(kind: str) -> Callable[..., Any]:
     def softmax(x):
         e = np.exp(x)
@@ -70,15 +75,13 @@ def _numpy_naive(kind: str) -> Callable[..., Any]:
     def log_softmax(x):
         return np.log(softmax(x))
 
-    def ce_loss(x, y):
+    def loss(x, y):
         return -np.log(softmax(x)[np.arange(x.shape[0]), y])
 
-    def ce_grad(x, y):
+    def grad(x, y):
         return _one_hot_np(softmax(x), y)
 
-    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
-                                              ce_loss=ce_loss, ce_grad=ce_grad)
-    return fns[kind]
+    return _by_kind(kind, softmax, log_softmax, loss, grad)
 
 
 def _scipy(kind: str) -> Callable[..., Any]:
@@ -90,15 +93,13 @@ def _scipy(kind: str) -> Callable[..., Any]:
     def log_softmax(x):
         return special.log_softmax(x, axis=-1)
 
-    def ce_loss(x, y):
+    def loss(x, y):
         return -special.log_softmax(x, axis=-1)[np.arange(x.shape[0]), y]
 
-    def ce_grad(x, y):
+    def grad(x, y):
         return _one_hot_np(special.softmax(x, axis=-1), y)
 
-    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
-                                              ce_loss=ce_loss, ce_grad=ce_grad)
-    return fns[kind]
+    return _by_kind(kind, softmax, log_softmax, loss, grad)
 
 
 def _torch(kind: str) -> Callable[..., Any]:
@@ -111,17 +112,15 @@ def _torch(kind: str) -> Callable[..., Any]:
     def log_softmax(x):
         return torch.log_softmax(x, dim=-1)
 
-    def ce_loss(x, y):
+    def loss(x, y):
         return F.cross_entropy(x, y, reduction="none")
 
-    def ce_grad(x, y):
+    def grad(x, y):
         x = x.detach().requires_grad_(True)
         F.cross_entropy(x, y, reduction="sum").backward()
         return x.grad
 
-    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
-                                              ce_loss=ce_loss, ce_grad=ce_grad)
-    return fns[kind]
+    return _by_kind(kind, softmax, log_softmax, loss, grad)
 
 
 def _jax(kind: str) -> Callable[..., Any]:
@@ -134,15 +133,13 @@ def _jax(kind: str) -> Callable[..., Any]:
     def log_softmax(x):
         return jax.nn.log_softmax(x, axis=-1)
 
-    def ce_loss(x, y):
+    def loss(x, y):
         return -jnp.take_along_axis(jax.nn.log_softmax(x, axis=-1), y[:, None], axis=-1)[:, 0]
 
-    def ce_grad(x, y):
-        return jax.grad(lambda z: jnp.sum(ce_loss(z, y)))(x)
+    def grad(x, y):
+        return jax.grad(lambda z: jnp.sum(loss(z, y)))(x)
 
-    fns: dict[str, Callable[..., Any]] = dict(softmax=softmax, log_softmax=log_softmax,
-                                              ce_loss=ce_loss, ce_grad=ce_grad)
-    return fns[kind]
+    return _by_kind(kind, softmax, log_softmax, loss, grad)
 
 
 #: The built-in implementations by name.
@@ -170,7 +167,7 @@ def resolve_implementation(spec: str, kind: str) -> tuple[Callable[..., Any], st
         function imported from the module; dots in the function part walk
         attributes, ``pkg.mod:Class.method``).
     kind : str
-        One of "softmax", "log_softmax", "ce_loss", "ce_grad".
+        One of :data:`fastsoftmax.audits.KINDS`.
 
     Returns
     -------

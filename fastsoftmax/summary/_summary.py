@@ -411,8 +411,8 @@ class Summary:
         >>> df = s.to_frame()
         >>> df.shape
         (9, 22)
-        >>> round(float(df.loc["max_prob", "mean"]), 4)
-        0.347
+        >>> round(float(df.loc["entropy", "mean"]), 4)
+        1.7425
         """
         import pandas as pd
         return pd.DataFrame({name: self[name].to_dict() for name in OBS_NAMES}).T

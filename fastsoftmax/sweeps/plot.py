@@ -15,6 +15,7 @@ import numpy as np
 from .._config import QUANTILES
 from .._util import figure as _figure
 from .._util import save_figure as _save
+from ..registries import JAC_DIAG_MAX
 
 __all__ = ["plot_sweep", "quantile_bands", "QCOLS", "FLOOR"]
 
@@ -39,7 +40,7 @@ def _numeric(values):
                for v in values)
 
 
-def plot_sweep(df, path, grid_keys, observable="jac_diag_max", x=None):
+def plot_sweep(df, path, grid_keys, observable=JAC_DIAG_MAX.name, x=None):
     """Median and quantile bands of ``observable`` against one grid key (the
     first numeric one with several values unless ``x`` is given), one curve
     per combination of the other grid keys.  Log axes where the values allow."""

@@ -15,12 +15,12 @@ distribution with scipy.stats' verbs (``cdf``, ``sf``, ``logcdf``,
   the observables in ``SATURATING`` (order 0: the two-logit law; order 1,
   the default: with the first-order correction of the other logits), with
   exact bounds (``bounds``) and the accuracy it states
-  (``stated_accuracy``), e.g. ``law(model)["jac_diag_max"].cdf(1e-6)``;
+  (``stated_accuracy``), e.g. ``law(model)[name].cdf(t)``;
 * ``law(model).gap``: the exact law of the top-two gap G = m1 - m2
   (:class:`Gap`), for any n;
 * ``law(model).rem``: the random energy model at large n
-  (:class:`RandomEnergyModel`): ``rem["entropy"].mean()``,
-  ``rem["max_prob"].mean()``, ``.sf(v)``, ``.median()``, and
+  (:class:`RandomEnergyModel`): ``rem[name].mean()`` of the entropy
+  and of the largest probability, ``.sf(v)``, ``.median()``, and
   ``rem.expected_max()``;
 * :func:`critical_scale`, :func:`critical_d_k`: the scale sigma*(t) and,
   for unscaled dot products, d_k*(t) at which the median of an observable
@@ -63,7 +63,7 @@ Examples
 --------
 >>> from fastsoftmax import models, theory
 >>> law = theory.law(models.DotProduct(n=64, d_k=4096, scaled=False))
->>> print(f"{float(law['jac_diag_max'].cdf(1e-6)):.4f}")
+>>> print(f"{float(law['one_minus_max_prob'].cdf(1e-6)):.4f}")
 0.5905
 >>> print(theory.Law.gaussian([2, 64]).gap.median().round(4))
 [0.9539 0.2821]

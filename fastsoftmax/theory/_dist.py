@@ -113,9 +113,9 @@ class Observable(Frozen):
     --------
     >>> from fastsoftmax import models, theory
     >>> law = theory.law(models.Gaussian(n=64, scale=49.0))
-    >>> print(f"{float(law['jac_diag_max'].cdf(1e-6)):.4f}")
+    >>> print(f"{float(law['one_minus_max_prob'].cdf(1e-6)):.4f}")
     0.4983
-    >>> print(f"{float(law.observable('jac_diag_max', order=0).cdf(1e-6)):.4f}")
+    >>> print(f"{float(law.observable('one_minus_max_prob', order=0).cdf(1e-6)):.4f}")
     0.5002
     """
 
@@ -315,7 +315,7 @@ class Observable(Frozen):
         Examples
         --------
         >>> from fastsoftmax import theory
-        >>> lo, hi = theory.Law.gaussian(64, 49.0)["jac_diag_max"].bounds(1e-6)
+        >>> lo, hi = theory.Law.gaussian(64, 49.0)["one_minus_max_prob"].bounds(1e-6)
         >>> print(f"{float(lo):.3f} {float(hi):.3f}")
         0.401 0.500
         """
@@ -347,7 +347,7 @@ class Observable(Frozen):
         --------
         >>> from fastsoftmax import theory
         >>> law = theory.Law.dot_product(64, [64, 4096], False)
-        >>> rel, _ = law["jac_diag_max"].stated_accuracy()
+        >>> rel, _ = law["one_minus_max_prob"].stated_accuracy()
         >>> print(rel)
         [0.15  0.005]
         """

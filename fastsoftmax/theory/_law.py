@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from scipy import special as _sp
 
 from .. import models as _models
+from ..registries import ENTROPY, MAX_PROB
 from ._accuracy import stated_accuracy
 from ._checks import _check_n, _check_positive, _check_scale
 from ._deprecation import DeprecatedMethod
@@ -81,7 +82,7 @@ class Law:
     --------
     >>> from fastsoftmax import models, theory
     >>> g = theory.law(models.Gaussian(n=64, scale=49.0))
-    >>> print(f"{float(g['jac_diag_max'].cdf(1e-6)):.4f}")
+    >>> print(f"{float(g['one_minus_max_prob'].cdf(1e-6)):.4f}")
     0.4983
     >>> d = theory.Law.dot_product([64, 1024], 4096, scaled=False)
     >>> print(d.gap.median().round(1))
@@ -165,7 +166,7 @@ class Law:
         --------
         >>> from fastsoftmax import theory
         >>> unscaled = theory.Law.dot_product(64, 4096, scaled=False)
-        >>> print(f"{float(unscaled['jac_diag_max'].cdf(1e-6)):.4f}")
+        >>> print(f"{float(unscaled['one_minus_max_prob'].cdf(1e-6)):.4f}")
         0.5905
         """
         scaled = np.asarray(scaled)
@@ -212,8 +213,8 @@ class Law:
         --------
         >>> from fastsoftmax import theory
         >>> g = theory.Law.gaussian(64, 49.0)
-        >>> p0 = g.observable("jac_diag_max", order=0).cdf(1e-6)
-        >>> p1 = g["jac_diag_max"].cdf(1e-6)
+        >>> p0 = g.observable("one_minus_max_prob", order=0).cdf(1e-6)
+        >>> p1 = g["one_minus_max_prob"].cdf(1e-6)
         >>> print(f"{float(p0):.4f} {float(p1):.4f}")
         0.5002 0.4983
         """
@@ -288,15 +289,15 @@ class Law:
         "Law.median", "law.observable(obs, target, order).median()",
         lambda self, obs, target="argmax", order=1: self.observable(obs, target, order).median())
     rem_entropy = DeprecatedMethod(
-        "Law.rem_entropy", "law.rem.observable('entropy', correction).mean()",
-        lambda self, correction=True: self.rem.observable("entropy", correction).mean())
-    rem_max_prob = DeprecatedMethod("Law.rem_max_prob", "law.rem['max_prob'].mean()",
-                                    lambda self: self.rem["max_prob"].mean())
-    rem_max_prob_sf = DeprecatedMethod("Law.rem_max_prob_sf", "law.rem['max_prob'].sf(v)",
-                                       lambda self, v: self.rem["max_prob"].sf(v))
+        "Law.rem_entropy", f"law.rem.observable({ENTROPY.name!r}, correction).mean()",
+        lambda self, correction=True: self.rem.observable(ENTROPY.name, correction).mean())
+    rem_max_prob = DeprecatedMethod("Law.rem_max_prob", f"law.rem[{MAX_PROB.name!r}].mean()",
+                                    lambda self: self.rem[MAX_PROB.name].mean())
+    rem_max_prob_sf = DeprecatedMethod("Law.rem_max_prob_sf", f"law.rem[{MAX_PROB.name!r}].sf(v)",
+                                       lambda self, v: self.rem[MAX_PROB.name].sf(v))
     rem_max_prob_median = DeprecatedMethod("Law.rem_max_prob_median",
-                                           "law.rem['max_prob'].median()",
-                                           lambda self: self.rem["max_prob"].median())
+                                           f"law.rem[{MAX_PROB.name!r}].median()",
+                                           lambda self: self.rem[MAX_PROB.name].median())
     expected_max = DeprecatedMethod("Law.expected_max", "law.rem.expected_max()",
                                     lambda self: self.rem.expected_max())
     stated_accuracy = DeprecatedMethod(
@@ -370,9 +371,9 @@ def law(model: object) -> Law:
     --------
     >>> from fastsoftmax import models, theory
     >>> m = models.Shifted(n=64, offset=100.0, spread=98.0, temperature=2.0)
-    >>> print(f"{float(theory.law(m).observable('jac_diag_max', order=0).cdf(1e-6)):.4f}")
+    >>> print(f"{float(theory.law(m).observable('one_minus_max_prob', order=0).cdf(1e-6)):.4f}")
     0.5002
-    >>> print(f"{float(theory.law(m)['jac_diag_max'].sf(1e-6)):.4f}")
+    >>> print(f"{float(theory.law(m)['one_minus_max_prob'].sf(1e-6)):.4f}")
     0.5017
     """
     if isinstance(model, _models.Gaussian):

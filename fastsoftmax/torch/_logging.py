@@ -13,21 +13,24 @@ from typing import Any
 
 import numpy as np
 
+from ..registries import ENTROPY, JAC_DIAG_MAX
+
 __all__ = ["KEY_COLUMNS", "SCALAR_COLUMNS", "key_frame", "probe_scalars", "log_probe"]
 
-LEVEL_COLUMN = "jac_diag_max_below_1e-06"
-#: The columns of the short view (those a frame has, in this order).
-KEY_COLUMNS = ("step", "module", "head", "heads", "calls", "rows", "max_logit",
-               "jac_diag_max_log10_q0.5", "entropy_mean", LEVEL_COLUMN)
+_LEVEL_PREFIX = f"{JAC_DIAG_MAX.name}_below_"
+LEVEL_COLUMN = f"{_LEVEL_PREFIX}1e-06"
 #: The columns that become logged scalars.
-SCALAR_COLUMNS = ("max_logit", "jac_diag_max_log10_q0.5", "entropy_mean", LEVEL_COLUMN)
+SCALAR_COLUMNS = ("max_logit", f"{JAC_DIAG_MAX.name}_log10_q0.5", f"{ENTROPY.name}_mean",
+                  LEVEL_COLUMN)
+#: The columns of the short view (those a frame has, in this order).
+KEY_COLUMNS = ("step", "module", "head", "heads", "calls", "rows") + SCALAR_COLUMNS
 _HIST_QUANTILES = np.linspace(0.005, 0.995, 100)
 
 
 def _key_columns(columns) -> list[str]:
     cols = [c for c in KEY_COLUMNS if c in columns]
     if LEVEL_COLUMN not in columns:      # the probe's thresholds leave out 1e-6
-        cols += [c for c in columns if c.startswith("jac_diag_max_below_")]
+        cols += [c for c in columns if c.startswith(_LEVEL_PREFIX)]
     return cols
 
 
@@ -106,7 +109,7 @@ def probe_scalars(frame: Any, prefix: str = "attention") -> dict[str, float]:
     12.5
     """
     cols = [c for c in _key_columns(frame.columns)
-            if c in SCALAR_COLUMNS or c.startswith("jac_diag_max_below_")]
+            if c in SCALAR_COLUMNS or c.startswith(_LEVEL_PREFIX)]
     by_head = "head" in frame.columns
     out: dict[str, float] = {}
     for rec in frame.to_dict("records"):
@@ -197,8 +200,8 @@ def log_probe(probe: Any, writer: Any, step: int, *, prefix: str = "attention",
         writer.add_scalar(tag, value, int(step))
     if histograms:
         for module, s in _module_summaries(probe).items():
-            v = np.asarray(s["jac_diag_max"].log10_quantile(_HIST_QUANTILES), float)
+            v = np.asarray(s[JAC_DIAG_MAX.name].log10_quantile(_HIST_QUANTILES), float)
             v = v[np.isfinite(v)]
             if v.size:
-                writer.add_histogram(f"{prefix}/{module}/jac_diag_max_log10", v, int(step))
+                writer.add_histogram(f"{prefix}/{module}/{JAC_DIAG_MAX.name}_log10", v, int(step))
     return scalars

@@ -9,15 +9,17 @@ import numpy as np
 
 from .._util import figure as _figure
 from .._util import save_figure as _save
+from ..registries import ENTROPY, JAC_DIAG_MAX
 
 __all__ = ["plot_history", "HISTORY_PANELS"]
 
 
+_JAC = JAC_DIAG_MAX.name
 HISTORY_PANELS = (
     ("max_logit", "largest attention logit"),
-    ("jac_diag_max_log10_q0.5", "median log10 jac_diag_max"),
-    ("entropy_mean", "mean attention entropy (nats)"),
-    ("jac_diag_max_below_1e-06", "fraction of rows, jac_diag_max < 1e-6"),
+    (f"{_JAC}_log10_q0.5", f"median log10 {_JAC}"),
+    (f"{ENTROPY.name}_mean", "mean attention entropy (nats)"),
+    (f"{_JAC}_below_1e-06", f"fraction of rows, {_JAC} < 1e-6"),
 )
 
 

@@ -41,8 +41,8 @@ the estimates of :mod:`.stats`); :mod:`.constants` (the grids and settings).
 >>> verify.prepare(samples=1000).points                 # validated, nothing run yet
 68
 >>> from fastsoftmax.verify import criteria
->>> criteria.above(criteria.Est.exact(0.222695), 0.1, "jac_diag_max")
-Check(verdict='holds', text='jac_diag_max 0.223 > 0.1')
+>>> criteria.above(criteria.Est.exact(0.222695), 0.1, "max_i p_i (1 - p_i)")
+Check(verdict='holds', text='max_i p_i (1 - p_i) 0.223 > 0.1')
 """
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from .. import api, models
 from .._inputs import check_samples, check_seed
 from .._util import jsonable, progress_bar
 from .._version import __version__
+from ..registries import ENTROPY, JAC_DIAG_MAX, JAC_FRO, JAC_OFFDIAG_MAX
 from ..sweeps import Plan
 from . import constants
 from . import predict as _predict
@@ -344,9 +345,9 @@ def _literal():
     for name, v in variants:
         obs = api.observables(v[None, :])
         out[name] = dict(x=v.tolist(), p=api.softmax(v).tolist(),
-                         **{k: float(obs[k][0]) for k in ("jac_diag_max", "jac_offdiag_max",
-                                                          "jac_fro", "entropy",
-                                                          "log10_jac_diag_max")})
+                         **{k: float(obs[k][0]) for k in (JAC_DIAG_MAX.name, JAC_OFFDIAG_MAX.name,
+                                                          JAC_FRO.name, ENTROPY.name,
+                                                          f"log10_{JAC_DIAG_MAX.name}")})
     out["literal"]["jacobian"] = jac.tolist()
     return out
 

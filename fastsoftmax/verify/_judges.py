@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from ..registries import JAC_DIAG_MAX
 from .constants import EQUIV_DECADES, EQUIV_REL, LEVEL, Z
 from .criteria import (FAILS, HOLDS, INCONCLUSIVE, Check, _v, above, below, close, drop,
                        judge_prediction, near, ratio_below, same, within_factor)
@@ -99,8 +100,7 @@ def judge_flat(ref: dict[str, Est], others: Sequence[dict[str, Est]]) -> list[Ch
     return checks
 
 
-def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
-                  rel: float = 1e-12) -> list[Check]:
+def judge_literal(jac: float, jac_shifted: float, rel: float = 1e-12) -> list[Check]:
     """The objection (claim ``literal``): [100, 101, 99] keeps healthy gradients.
 
     Its largest Jacobian entry is healthy (> 0.1; the maximum possible,
@@ -109,10 +109,10 @@ def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
 
     Parameters
     ----------
-    jac_diag_max : float
-        ``jac_diag_max`` of [100, 101, 99].
-    jac_diag_max_shifted : float
-        ``jac_diag_max`` of [0, 1, -1].
+    jac : float
+        The largest diagonal entry of the Jacobian of [100, 101, 99].
+    jac_shifted : float
+        The same of [0, 1, -1].
     rel : float, default 1e-12
         Relative tolerance of the equality.
 
@@ -124,18 +124,19 @@ def judge_literal(jac_diag_max: float, jac_diag_max_shifted: float,
     Examples
     --------
     >>> import fastsoftmax as fs
+    >>> from fastsoftmax.registries import JAC_DIAG_MAX
     >>> from fastsoftmax.verify.criteria import all_of
     >>> from fastsoftmax.verify._judges import judge_literal
-    >>> a = float(fs.observables([[100.0, 101.0, 99.0]])["jac_diag_max"][0])
-    >>> b = float(fs.observables([[0.0, 1.0, -1.0]])["jac_diag_max"][0])
+    >>> a = float(fs.observables([[100.0, 101.0, 99.0]])[JAC_DIAG_MAX.name][0])
+    >>> b = float(fs.observables([[0.0, 1.0, -1.0]])[JAC_DIAG_MAX.name][0])
     >>> all_of(judge_literal(a, b))
     'holds'
     """
-    healthy = jac_diag_max > 0.1
-    equal = abs(jac_diag_max - jac_diag_max_shifted) <= rel * abs(jac_diag_max_shifted)
-    return [Check(HOLDS if healthy else FAILS, f"jac_diag_max {jac_diag_max:.6g} > 0.1"),
+    healthy = jac > 0.1
+    equal = abs(jac - jac_shifted) <= rel * abs(jac_shifted)
+    return [Check(HOLDS if healthy else FAILS, f"{JAC_DIAG_MAX.name} {jac:.6g} > 0.1"),
             Check(HOLDS if equal else FAILS,
-                  f"equal to [0, 1, -1]'s {jac_diag_max_shifted:.6g} within {rel:g}")]
+                  f"equal to [0, 1, -1]'s {jac_shifted:.6g} within {rel:g}")]
 
 
 def judge_shift(ref: dict[str, Any], others: Sequence[dict[str, Any]]) -> list[Check]:

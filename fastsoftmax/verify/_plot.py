@@ -6,6 +6,7 @@ import numpy as np
 
 from .._util import figure as _figure
 from .._util import save_figure as _save
+from ..registries import CE_GRAD_TARGET, ENTROPY, JAC_DIAG_MAX, MAX_PROB
 from ..sweeps.plot import FLOOR, _col, quantile_bands
 
 __all__ = ["verify_plots", "context_plot"]
@@ -21,7 +22,7 @@ def _dk_panel(ax, dot, law=None):
     for scaled, color, lab in ((False, "C3", "unscaled q.k"),
                                (True, "C0", "scaled q.k / sqrt(d_k)")):
         d = dot[(dot["scaled"] == scaled) & (dot["target"] == "argmax")].sort_values("d_k")
-        quantile_bands(ax, d["d_k"].to_numpy(float), d, "jac_diag_max", color, lab)
+        quantile_bands(ax, d["d_k"].to_numpy(float), d, JAC_DIAG_MAX.name, color, lab)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _level(ax)
@@ -38,7 +39,7 @@ def _dk_law(ax, dot, law):
     saturation law predicts it (its stated accuracy as a band, its exact
     bounds shaded)."""
     lev = law["level"]
-    col = f"jac_diag_max_below_{lev:g}"
+    col = f"{JAC_DIAG_MAX.name}_below_{lev:g}"
     d = dot[(~dot["scaled"].astype(bool)) & (dot["target"] == "argmax")].sort_values("d_k")
     tw = ax.twinx()
     ks = sorted(int(k) for k in law["dk"])
@@ -71,10 +72,10 @@ def _ce_panel(ax, dot):
             if not len(d):
                 continue
             x = d["d_k"].to_numpy(float)
-            med = _col(d, "ce_grad_target", "q0.5")
+            med = _col(d, CE_GRAD_TARGET.name, "q0.5")
             if not scaled and target != "random":
-                ax.fill_between(x, _col(d, "ce_grad_target", "q0.1"),
-                                _col(d, "ce_grad_target", "q0.9"), color=color, alpha=0.15,
+                ax.fill_between(x, _col(d, CE_GRAD_TARGET.name, "q0.1"),
+                                _col(d, CE_GRAD_TARGET.name, "q0.9"), color=color, alpha=0.15,
                                 lw=0)
             ax.plot(x, med, color=color, ls=ls, marker=mk, ms=4, lw=lw if not scaled else 1.0,
                     alpha=0.8 if target == "sampled" else 1.0,
@@ -92,7 +93,7 @@ def _ce_panel(ax, dot):
 def _scale_panel(ax, gauss, cross=None, dk_cross=None, law=None):
     g = gauss.sort_values("scale")
     x = (g["scale"] / g["temperature"]).to_numpy(float)
-    quantile_bands(ax, x, g, "jac_diag_max", "C4", "Gaussian logits N(0, sigma^2)")
+    quantile_bands(ax, x, g, JAC_DIAG_MAX.name, "C4", "Gaussian logits N(0, sigma^2)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_ylim(max(1e-45, ax.get_ylim()[0]), 2.0)
@@ -109,7 +110,7 @@ def _scale_panel(ax, gauss, cross=None, dk_cross=None, law=None):
     if law:
         _scale_law(ax, law, x)
     ax.set_xlabel("sigma = scale / temperature")
-    ax.set_ylabel("jac_diag_max")
+    ax.set_ylabel(JAC_DIAG_MAX.name)
     ax.set_title("Scale sweep (n=64): where the median falls below 1e-6", fontsize=9)
     ax.legend(fontsize=8, loc="lower left")
 
@@ -132,15 +133,15 @@ def _scale_law(ax, law, x):
 def _shift_panel(ax, shifted, literal):
     s = shifted.sort_values("offset")
     pos = np.arange(len(s))
-    quantile_bands(ax, pos, s, "jac_diag_max", "C2", "Shifted(n=64, offset, spread=1), float64")
-    jd = literal["literal"]["jac_diag_max"]
+    quantile_bands(ax, pos, s, JAC_DIAG_MAX.name, "C2", "Shifted(n=64, offset, spread=1), float64")
+    jd = literal["literal"][JAC_DIAG_MAX.name]
     ax.axhline(jd, color="C1", lw=1.2, label=f"[100, 101, 99]: {jd:.4f}")
     ax.set_yscale("log")
     ax.set_ylim(1e-8, 1)
     _level(ax)
     ax.set_xticks(pos, [f"{o:g}" for o in s["offset"]], fontsize=8)
     ax.set_xlabel("offset added to every logit")
-    ax.set_ylabel("jac_diag_max")
+    ax.set_ylabel(JAC_DIAG_MAX.name)
     ax.set_title("Large but close: no dependence on the offset", fontsize=9)
     ax.legend(fontsize=8, loc="lower left")
 
@@ -199,22 +200,22 @@ def context_plot(res, path):
         d = ctx[ctx["scaled"] == scaled].sort_values("n")
         n = d["n"].to_numpy(float)
         L = theory.Law.dot_product(ngrid, d_k, scaled)
-        sem = d["entropy_sem"].to_numpy(float)
-        a0.errorbar(n, d["entropy_mean"], yerr=4 * sem, color=color, marker="o", ms=4,
+        sem = d[f"{ENTROPY.name}_sem"].to_numpy(float)
+        a0.errorbar(n, d[f"{ENTROPY.name}_mean"], yerr=4 * sem, color=color, marker="o", ms=4,
                     ls="none", label=f"{lab}: measured mean")
-        a0.plot(ngrid, L.rem["entropy"].mean(), color=color, ls="--", lw=1,
+        a0.plot(ngrid, L.rem[ENTROPY.name].mean(), color=color, ls="--", lw=1,
                 label=f"{lab}: random energy model")
-        a1.errorbar(n, d["max_prob_mean"], yerr=4 * d["max_prob_sem"], color=color, marker="o",
+        a1.errorbar(n, d[f"{MAX_PROB.name}_mean"], yerr=4 * d[f"{MAX_PROB.name}_sem"], color=color, marker="o",
                     ms=4, ls="none", label=f"{lab}: mean")
-        a1.plot(n, d["max_prob_q0.5"], color=color, marker="s", ms=3, ls="none", alpha=0.6,
+        a1.plot(n, d[f"{MAX_PROB.name}_q0.5"], color=color, marker="s", ms=3, ls="none", alpha=0.6,
                 label=f"{lab}: median")
-        a1.plot(ngrid, L.rem["max_prob"].mean(), color=color, ls="--", lw=1,
+        a1.plot(ngrid, L.rem[MAX_PROB.name].mean(), color=color, ls="--", lw=1,
                 label=f"{lab}: REM mean")
         with np.errstate(invalid="ignore"):
-            a1.plot(ngrid, L.rem["max_prob"].median(), color=color, ls=":", lw=1,
+            a1.plot(ngrid, L.rem[MAX_PROB.name].median(), color=color, ls=":", lw=1,
                     label=f"{lab}: PD median")
         if not scaled:
-            col = f"jac_diag_max_below_{lev:g}"
+            col = f"{JAC_DIAG_MAX.name}_below_{lev:g}"
             a2.errorbar(n, d[col], yerr=4 * np.sqrt(d[col] * (1 - d[col]) / d["samples"]),
                         color=color, marker="o", ms=4, ls="none",
                         label=f"{lab}: fraction < {lev:g}")
@@ -234,7 +235,7 @@ def context_plot(res, path):
     a1.set_yscale("log")
     a2.set_yscale("log")
     a0.set_ylabel("entropy (nats)")
-    a1.set_ylabel("max_prob")
+    a1.set_ylabel(MAX_PROB.name)
     a2.set_ylabel(f"fraction of rows with jac_diag_max < {lev:g}")
     a0.set_title(f"Entropy vs n (DotProduct d_k={d_k})", fontsize=9)
     a1.set_title("Largest probability vs n", fontsize=9)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .._kernels.row import OBS_NAMES
+from ..registries import CE_GRAD_NORM, CE_GRAD_TARGET, ENTROPY, JAC_DIAG_MAX, MAX_PROB
 from .constants import (CONTEXT_D_K, CONTEXT_N, D_K, EQUIV_DECADES, EQUIV_REL, LEVEL, N,
                         OFFSETS, Z)
 from .criteria import Check, LawPoint, crossing, drop, judge_law
@@ -181,8 +182,9 @@ class ContextPrediction:
             The point, for the checks' text.
         measured : Est
             The measurement.
-        key : {"entropy", "max_prob_mean", "below"}
-            Which prediction.
+        key : str
+            Which prediction: a field of this record (``entropy``,
+            ``max_prob_mean`` or ``below``).
 
         Returns
         -------
@@ -270,7 +272,7 @@ def _dotproduct(ev: Evidence, d_k: int, scaled: bool, target: str = "argmax") ->
     return ev.point("dotproduct", d_k=d_k, scaled=scaled, target=target)
 
 
-def _sweep_measures(ev: Evidence, scaled: bool, obs: str = "jac_diag_max",
+def _sweep_measures(ev: Evidence, scaled: bool, obs: str = JAC_DIAG_MAX.name,
                     target: str = "argmax") -> dict[int, dict[str, Est]]:
     return {d: measures(_dotproduct(ev, d, scaled, target)[obs]) for d in D_K}
 
@@ -320,22 +322,22 @@ class Literal:
     """The exact results of [100, 101, 99], [0, 1, -1] and [1000, 1010, 990] (claim ``literal``)."""
     p: list[float]
     jac_diagonal: list[float]
-    jac_diag_max: float
+    jac: float
     shifted: float
     spread_x10: float
 
 
 def _pick_literal(ev: Evidence) -> Literal:
     L = ev.literal["literal"]
-    return Literal(list(L["p"]), [float(v) for v in np.diag(L["jacobian"])], L["jac_diag_max"],
-                   ev.literal["shifted"]["jac_diag_max"],
-                   ev.literal["spread_x10"]["jac_diag_max"])
+    return Literal(list(L["p"]), [float(v) for v in np.diag(L["jacobian"])], L[JAC_DIAG_MAX.name],
+                   ev.literal["shifted"][JAC_DIAG_MAX.name],
+                   ev.literal["spread_x10"][JAC_DIAG_MAX.name])
 
 
 def _evidence_literal(r: Literal) -> str:
     return (f"p = [{', '.join(f'{v:.6f}' for v in r.p)}]; Jacobian diagonal p(1-p) = "
             f"[{', '.join(f'{v:.6f}' for v in r.jac_diagonal)}]; jac_diag_max "
-            f"{r.jac_diag_max:.6f} (max possible 0.25), equal to [0, 1, -1]'s "
+            f"{r.jac:.6f} (max possible 0.25), equal to [0, 1, -1]'s "
             f"{r.shifted:.6f}; differences x10 [1000, 1010, 990]: {r.spread_x10:.2g}")
 
 
@@ -371,7 +373,7 @@ def _pick_offset(ev: Evidence) -> Offsets:
     def shift_m(s: Summary) -> dict[str, Any]:
         d: dict[str, Any] = {o: dict(mean=est_mean(s[o]), log10_mean=est_log10_mean(s[o]))
                              for o in OBS_NAMES}
-        d["jac"] = measures(s["jac_diag_max"])
+        d["jac"] = measures(s[JAC_DIAG_MAX.name])
         return d
     sh = ev.points("shifted")
     return Offsets([p["offset"] for p, _ in sh], [shift_m(s) for _, s in sh])
@@ -402,8 +404,8 @@ class Wrong:
 
 def _pick_ce_wrong(ev: Evidence) -> Wrong:
     s = _dotproduct(ev, _DK1, False, "random")
-    return Wrong(est_quantile(s["jac_diag_max"], 0.5), measures(s["ce_grad_target"]),
-                 est_quantile(s["ce_grad_norm"], 0.5))
+    return Wrong(est_quantile(s[JAC_DIAG_MAX.name], 0.5), measures(s[CE_GRAD_TARGET.name]),
+                 est_quantile(s[CE_GRAD_NORM.name], 0.5))
 
 
 def _evidence_ce_wrong(r: Wrong) -> str:
@@ -425,9 +427,9 @@ class Crossings:
 
 def _pick_crossings(ev: Evidence) -> Crossings:
     gs = ev.points("gaussian")
-    gm = [est_quantile(s["jac_diag_max"], 0.5) for _, s in gs]
+    gm = [est_quantile(s[JAC_DIAG_MAX.name], 0.5) for _, s in gs]
     gx = [p["scale"] / p["temperature"] for p, _ in gs]
-    dm = [est_quantile(_dotproduct(ev, d, False)["jac_diag_max"], 0.5) for d in D_K]
+    dm = [est_quantile(_dotproduct(ev, d, False)[JAC_DIAG_MAX.name], 0.5) for d in D_K]
     return Crossings(gx, gm, crossing(gx, gm), crossing([math.sqrt(d) for d in D_K], dm),
                      _dk_predictions(ev))
 
@@ -488,8 +490,8 @@ class Critical:
 
 def _pick_law_scale(ev: Evidence) -> Critical:
     pc = DkPredictions.of(ev.predictions["claims"])
-    return Critical(_below(ev.point("law", scale=pc.sigma_star)["jac_diag_max"]),
-                    _below(ev.point("law", d_k=pc.dk_point)["jac_diag_max"]),
+    return Critical(_below(ev.point("law", scale=pc.sigma_star)[JAC_DIAG_MAX.name]),
+                    _below(ev.point("law", d_k=pc.dk_point)[JAC_DIAG_MAX.name]),
                     _pick_crossings(ev), pc)
 
 
@@ -572,12 +574,12 @@ def _pick_context(ev: Evidence) -> Context:
             q = ContextPrediction.at(pcx, scaled, n)
             tag = f"{kind} n={n}"
             sat.append(Grouped("unscaled fraction", n,
-                               q.law_point(tag, _below(s["jac_diag_max"]), "below")))
-            for name, key in (("entropy", "entropy"), ("max_prob", "max_prob_mean")):
+                               q.law_point(tag, _below(s[JAC_DIAG_MAX.name]), "below")))
+            for name, key in ((ENTROPY.name, ENTROPY.name), (MAX_PROB.name, "max_prob_mean")):
                 rem.append(Grouped(f"{name}, {kind}", n, q.law_point(
                     f"{tag} mean {name}", est_mean(s[name]), key)))
-    return Context(ns, _below(rows[(False, ns[0])]["jac_diag_max"]),
-                   _below(rows[(False, ns[-1])]["jac_diag_max"]), sat, rem)
+    return Context(ns, _below(rows[(False, ns[0])][JAC_DIAG_MAX.name]),
+                   _below(rows[(False, ns[-1])][JAC_DIAG_MAX.name]), sat, rem)
 
 
 def _judge_context_saturation(r: Context) -> list[Check]:
@@ -617,9 +619,9 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         "literal", "Large-but-close logits [100, 101, 99] keep healthy gradients",
         "exact (float64): jac_diag_max > 0.1 and equal to that of [0, 1, -1] within 1e-12",
         ("literal",), pick=_pick_literal,
-        judge=lambda r: judge_literal(r.jac_diag_max, r.shifted),
+        judge=lambda r: judge_literal(r.jac, r.shifted),
         evidence=_evidence_literal,
-        numbers=lambda r: {"jac_diag_max": r.jac_diag_max, "shifted": r.shifted}),
+        numbers=lambda r: {JAC_DIAG_MAX.name: r.jac, "shifted": r.shifted}),
     ClaimSpec(
         "offset", f"Adding a large offset (0 to {_sci(OFFSETS[-1])}) changes nothing "
         f"(Shifted, n={N}, spread 1, float64)",
@@ -638,10 +640,10 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         "the gradient vanishes when saturated",
         f"d_k={_DK1}: median 1 - p_y < 1e-6 and < 1e-3 x its d_k={_DK0} value ({_Z} SE)",
         ("dotproduct",),
-        pick=lambda ev: Sweep(_sweep_measures(ev, False, "ce_grad_target")),
+        pick=lambda ev: Sweep(_sweep_measures(ev, False, CE_GRAD_TARGET.name)),
         judge=lambda r: judge_ce_right(r.first, r.last),
         evidence=_evidence_ce_right,
-        numbers=lambda r: {"ce_grad_target": {str(d): m for d, m in r.by_dk.items()}}),
+        numbers=lambda r: {CE_GRAD_TARGET.name: {str(d): m for d, m in r.by_dk.items()}}),
     ClaimSpec(
         "ce_wrong", "Cross-entropy, model wrong (target random): the gradient stays "
         "near 1 (norm near sqrt 2) when saturated",
@@ -649,7 +651,7 @@ CLAIMS: tuple[ClaimSpec[Any], ...] = (
         ("dotproduct",), pick=_pick_ce_wrong,
         judge=lambda r: judge_ce_wrong(r.target, r.norm_median),
         evidence=_evidence_ce_wrong,
-        numbers=lambda r: {"ce_grad_target": r.target, "ce_grad_norm_median": r.norm_median}),
+        numbers=lambda r: {CE_GRAD_TARGET.name: r.target, "ce_grad_norm_median": r.norm_median}),
     ClaimSpec(
         "scale", "Saturation is set by the logit scale: Gaussian logits cross "
         f"median jac_diag_max = {LEVEL:g} at sigma* = sqrt(d_k*) of the unscaled sweep",

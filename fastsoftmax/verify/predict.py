@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..registries import ENTROPY, JAC_DIAG_MAX, MAX_PROB
 from .constants import CONTEXT_D_K, CONTEXT_N, D_K, LEVEL, N
 
 ORDER = 1
-OBS = "jac_diag_max"
+OBS = JAC_DIAG_MAX.name
 
 
 def _f(x):
@@ -83,7 +84,7 @@ def context_predictions() -> dict[str, Any]:
     for scaled in (False, True):
         L = theory.Law.dot_product(ns, CONTEXT_D_K, scaled)
         typ = L.typical_scale()
-        entl, mpl = L.rem["entropy"], L.rem["max_prob"]
+        entl, mpl = L.rem[ENTROPY.name], L.rem[MAX_PROB.name]
         ent, mp = entl.mean(), mpl.mean()
         with np.errstate(invalid="ignore"):
             med = mpl.median()

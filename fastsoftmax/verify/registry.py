@@ -244,8 +244,9 @@ class ClaimSpec(Generic[R]):
         --------
         >>> from fastsoftmax.verify import CLAIMS, Evidence
         >>> import fastsoftmax as fs, numpy as np
+        >>> from fastsoftmax.registries import JAC_DIAG_MAX
         >>> lit = {k: dict(p=fs.softmax(np.array(x)).tolist(),
-        ...                jac_diag_max=float(fs.observables([x])["jac_diag_max"][0]))
+        ...                **{JAC_DIAG_MAX.name: float(fs.observables([x])[JAC_DIAG_MAX.name][0])})
         ...        for k, x in [("literal", [100.0, 101.0, 99.0]), ("shifted", [0.0, 1.0, -1.0]),
         ...                     ("spread_x10", [1000.0, 1010.0, 990.0])]}
         >>> p = np.array(lit["literal"]["p"])

@@ -1,6 +1,7 @@
 """The text report of ``verify``: the literal vector, the tables, the claims, the criteria."""
 import math
 
+from ..registries import CE_GRAD_TARGET, ENTROPY, JAC_DIAG_MAX, MAX_PROB
 from .constants import CONTEXT_D_K, D_K, LEVEL, N, TARGETS
 from .criteria import FAILS, HOLDS, INCONCLUSIVE, MARGIN, Z, _rows_text, describe
 from .paper import ContextPrediction, DkPredictions
@@ -53,9 +54,9 @@ def format_report(res, width=100):
     for d in D_K:
         cells = []
         for scaled in (False, True):
-            s = ev.point("dotproduct", d_k=d, scaled=scaled, target="argmax")["jac_diag_max"]
+            s = ev.point("dotproduct", d_k=d, scaled=scaled, target="argmax")[JAC_DIAG_MAX.name]
             cells.append(f"{s.median:9.3g} [{s.fraction_below(LEVEL):5.3f}]")
-        ce = [ev.point("dotproduct", d_k=d, scaled=False, target=t)["ce_grad_target"].median
+        ce = [ev.point("dotproduct", d_k=d, scaled=False, target=t)[CE_GRAD_TARGET.name].median
               for t in TARGETS]
         law = _law_cell(pc.dk[d]) if pc else ""
         lines.append(f"{d:>6}  {cells[0]:>18}  {law:>8}  {cells[1]:>18}   {ce[0]:>12.3g} "
@@ -128,7 +129,7 @@ def _context_table(res, pcx, width=100):
         for n in ns:
             s = rows[(scaled, n)]
             q = ContextPrediction.at(pcx, scaled, n)
-            e, mp, j = s["entropy"], s["max_prob"], s["jac_diag_max"]
+            e, mp, j = s[ENTROPY.name], s[MAX_PROB.name], s[JAC_DIAG_MAX.name]
             left = f"{n:>6} {s.samples:>8,} {q.m:>5.2f} {q.phase:>9}"
             ent = f"{e.mean:.4f} {_pred(q.entropy['predicted'], q.entropy, '.4f')}"
             mpm = f"{mp.mean:.4f} {_pred(q.max_prob_mean['predicted'], q.max_prob_mean, '.4f')}"

@@ -213,9 +213,10 @@ def est_mean(stat: Stat, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.registries import MAX_PROB
     >>> from fastsoftmax.verify.criteria import est_mean
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
-    >>> e = est_mean(s["max_prob"])
+    >>> e = est_mean(s[MAX_PROB.name])
     >>> round(e.value, 4), round(e.se, 4)
     (0.347, 0.0078)
     """
@@ -243,9 +244,10 @@ def est_log10_mean(stat: Stat, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.registries import MAX_PROB
     >>> from fastsoftmax.verify.criteria import est_log10_mean
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
-    >>> round(est_log10_mean(s["max_prob"]).value, 4)
+    >>> round(est_log10_mean(s[MAX_PROB.name]).value, 4)
     -0.4793
     """
     return Est.normal(stat.log10_mean, stat.log10_sem, z, stat.count)
@@ -276,9 +278,10 @@ def est_quantile(stat: Stat, q: float = 0.5, z: float = Z) -> Est:
     Examples
     --------
     >>> import numpy as np, fastsoftmax as fs
+    >>> from fastsoftmax.registries import MAX_PROB
     >>> from fastsoftmax.verify.criteria import est_quantile
     >>> s = fs.summarize(np.random.default_rng(0).normal(size=(200, 8)))
-    >>> e = est_quantile(s["max_prob"])
+    >>> e = est_quantile(s[MAX_PROB.name])
     >>> bool(e.lo < e.value < e.hi and e.se >= 0.01 * e.value)
     True
     """
@@ -361,9 +364,10 @@ def measures(stat: Stat, level: float = LEVEL, z: float = Z) -> dict[str, Est]:
     Examples
     --------
     >>> import fastsoftmax as fs
+    >>> from fastsoftmax.registries import JAC_DIAG_MAX
     >>> from fastsoftmax.verify.criteria import measures
     >>> s = fs.simulate(fs.models.DotProduct(n=64, d_k=4096, scaled=False), 10_000)
-    >>> m = measures(s["jac_diag_max"])
+    >>> m = measures(s[JAC_DIAG_MAX.name])
     >>> sorted(m)
     ['below', 'log10_mean', 'mean', 'median']
     >>> round(m["below"].value, 2)
