@@ -725,3 +725,23 @@ def test_state_merge_keeps_bad_rows_bad(split_state):
     assert row_bad(m1, r, vv)
     m1, m2, r, e2, e3, vv = split_state(x, 4)
     assert not row_bad(m1, r, vv)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_device_row_sums_keep_the_flush_bound(dtype):
+    # row_sums as the CUDA target compiles it (its Python body, which the
+    # simulator runs): a long row's terms in partials of the row's dtype,
+    # flushed into float64 every 16 elements.  Each float32 partial of at
+    # most 16 terms in (0, 1] is good to 15 * 2**-24, each exp to 1 ulp: a
+    # float32 running sum over the 32,768 terms is off by ~2.4e-6 here
+    from fastsoftmax._kernels.row import row_sums, row_top2
+    rng = np.random.default_rng(3)
+    n = 1 << 15
+    x = (rng.random(n) * 0.5).astype(dtype)
+    x[rng.integers(0, n, size=50)] = -np.inf
+    m1, m2 = row_top2(x, n)
+    got = row_sums(x, n, m2)
+    ref = _state_ref(x)[2:]
+    rtol = 15 * 2.0 ** -24 + 2.0 ** -23 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[:3], ref[:3], rtol=rtol, atol=0)
+    assert abs(got[3] - ref[3]) <= rtol * (abs(ref[3]) + ref[0])
