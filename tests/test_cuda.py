@@ -108,6 +108,22 @@ class _CAI:
                                          "version": 3}
 
 
+# every thread's merged state (``_group_state``) for the rows of x, G threads a row
+_WARP_MERGE_KERNEL = """
+def k(x, res):
+    sm = cuda.shared.array((6, 32), np.float64)
+    tid = cuda.threadIdx.x
+    lane = tid % G
+    r = tid // G
+    active = r < x.shape[0]
+    cnt = (n - lane + G - 1) // G if lane < n else 0
+    st = _kernels._share_state(x[r if active else 0], lane, G, cnt, active)
+    mg = _kernels._group_state(sm, 0, lane, G, st[0], st[1], st[2], st[3], st[4], st[5])
+    for j in range(6):
+        res[tid, j] = mg[j]
+"""
+
+
 def _scenarios():
     import fastsoftmax as fs
     from fastsoftmax._inputs import mc_target
@@ -320,6 +336,80 @@ def _scenarios():
                     "dtype": str(got.dtype), "ref_dtype": str(ref.dtype)}
         return out
     add("softmax_device", softmax_device)
+
+    def softmax_f32_wide():
+        # float32 softmax in float32 arithmetic: logits spread over hundreds
+        # (rounding x_i - m1 alone would cost 6e-6 at -100), subnormal and
+        # zero outputs, -inf masks; ulps against float64 rounded once
+        _patch(vpt=2)
+        rng = np.random.default_rng(12)
+        out = {}
+        for name, n in (("g1_n5", 5), ("gN_n64", 64)):
+            x = (rng.normal(size=(24, n)) * rng.choice([1.0, 30.0, 60.0], size=(24, 1)))
+            x[::5, 1] = -np.inf
+            x = x.astype(np.float32)
+            x64 = x.astype(np.float64)
+            m = x64.max(axis=1, keepdims=True)
+            p = np.exp(x64 - m)
+            rest = p.copy()
+            rest[np.arange(len(x)), np.argmax(x64, axis=1)] = 0.0
+            a = rest.sum(axis=1, keepdims=True)         # the rest mass, the top left out
+            for log in (False, True):
+                got = _launch.softmax(cuda.to_device(x), -1, log).copy_to_host()
+                ref = (x64 - m) - np.log1p(a) if log else p / (1.0 + a)
+                fin = np.isfinite(ref)
+                r32 = np.abs(ref.astype(np.float32))
+                ulp = np.spacing(np.where(fin, r32, 1.0).astype(np.float32)).astype(np.float64)
+                err = np.abs(got.astype(np.float64)[fin] - ref[fin]) / ulp[fin]
+                out[f"{name}_{'log' if log else 'p'}"] = {
+                    "max_ulp": float(err.max()),
+                    "subnormal_outputs": int(np.sum((r32 > 0) & (r32 < 1.1754944e-38))),
+                    "same_inf": bool(np.array_equal(np.isinf(got), np.isinf(ref)))}
+        return out
+    add("softmax_f32_wide", softmax_f32_wide)
+
+    def warp_merge():
+        # the group merge itself: every thread of a group ends with the same
+        # bits, those of the fixed tree over the threads' partial states
+        from fastsoftmax._kernels.row import row_state, state_merge
+        rng = np.random.default_rng(13)
+        out = {}
+        for dt in (np.float32, np.float64):
+            x = (rng.normal(size=(4, 45)) * 6).astype(dt)
+            x[1, ::3] = -np.inf
+            x[2, :] = 1.5                                   # ties
+            x[3, :] = -np.inf
+            x[3, 7] = 0.25                                  # a single finite logit
+            n = x.shape[1]
+            for G in (2, 4, 8, 16, 32):
+                NG = 32 // G
+
+                # a kernel's globals are what the simulator swaps for its
+                # own cuda module: the kernel is made with globals of its own
+                g = {"cuda": cuda, "np": np, "_kernels": _kernels, "G": G, "n": n}
+                exec(_WARP_MERGE_KERNEL, g)
+                k = cuda.jit(g["k"])
+                res = np.full((32, 6), np.nan)
+                k[1, 32](x, res)
+                same = all(np.array_equal(res[g * G:(g + 1) * G],
+                                          np.repeat(res[g * G:g * G + 1], G, axis=0),
+                                          equal_nan=True) for g in range(NG))
+                tree = True
+                for r in range(min(NG, x.shape[0])):
+                    parts = [tuple(float(v) for v in row_state(x[r, ln::G],
+                                                                 (n - ln + G - 1) // G))
+                             for ln in range(G)]
+                    while len(parts) > 1:
+                        parts = [state_merge(*parts[i], *parts[i + 1])
+                                 for i in range(0, len(parts), 2)]
+                    tree = tree and bool(np.array_equal(np.array(parts[0], np.float64),
+                                                        res[r * G], equal_nan=True))
+                out[f"{np.dtype(dt).name}_G{G}"] = {"lanes_equal": bool(same),
+                                                   "fixed_tree": tree,
+                                                   "state": res[::G][:4].tolist()}
+            out[f"{np.dtype(dt).name}_rows"] = x.astype(np.float64).tolist()
+        return out
+    add("warp_merge", warp_merge)
 
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
@@ -591,6 +681,34 @@ def test_softmax_of_device_arrays(sim):
         assert v["dtype"] == v["ref_dtype"], name
         assert v["dtype"] == {"mid3d": "float64", "f16": "float16"}.get(name.split("_")[0],
                                                                         "float32")
+
+
+def test_softmax_float32_within_ulps(sim):
+    # the documented bound of the float32 device softmax (``_kernels._span32``):
+    # <= 3 ulp (subnormal outputs included), log_softmax <= 1.5 ulp
+    r = {k: v for k, v in _get(sim, "softmax_f32_wide").items() if not k.startswith("_")}
+    assert len(r) == 4
+    for name, v in r.items():
+        assert v["same_inf"], name
+        assert v["max_ulp"] <= (1.5 if name.endswith("log") else 3.0), (name, v["max_ulp"])
+    # the data reach the subnormal range, where the factor e^-64 / S applies
+    assert r["gN_n64_p"]["subnormal_outputs"] > 0
+
+
+def test_warp_merge_is_a_fixed_tree(sim):
+    r = _get(sim, "warp_merge")
+    assert len(r) == 13
+    for dt in ("float32", "float64"):
+        rows = np.array(r[f"{dt}_rows"])
+        rtol = 2e-6 if dt == "float32" else 1e-12
+        for G in (2, 4, 8, 16, 32):
+            v = r[f"{dt}_G{G}"]
+            assert v["lanes_equal"] and v["fixed_tree"], (dt, G)
+            for i, got in enumerate(v["state"][:rows.shape[0]]):
+                ref = _state_ref(rows[i].astype(dt))
+                assert tuple(got[:2]) == tuple(ref[:2]), (dt, G, i)
+                np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+                assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (dt, G, i)
 
 
 def test_kernels_compiled_without_fastmath(sim):

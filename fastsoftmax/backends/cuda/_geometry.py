@@ -25,12 +25,18 @@ def _tpb():
     return t
 
 
+#: threads of a warp: a row's group of threads is at most one warp, so its
+#: threads merge their states by warp shuffles (``_kernels._group_state``)
+WARP = 32
+
+
 def group_size(n, tpb=None):
     """Threads per array row: 1 for short rows, else the power of two (at
-    most the block size) that gives each about VALUES_PER_THREAD logits."""
+    most a warp) that gives each about VALUES_PER_THREAD logits; longer rows
+    give each of the 32 threads more."""
     tpb = _tpb() if tpb is None else tpb
     g = 1
-    while 2 * g <= tpb and 2 * g * _settings.VALUES_PER_THREAD <= n:
+    while 2 * g <= min(tpb, WARP) and 2 * g * _settings.VALUES_PER_THREAD <= n:
         g *= 2
     return g
 
