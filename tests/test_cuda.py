@@ -863,3 +863,20 @@ def test_device_row_sums_keep_the_flush_bound(dtype):
     rtol = 15 * 2.0 ** -24 + 2.0 ** -23 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got[:3], ref[:3], rtol=rtol, atol=0)
     assert abs(got[3] - ref[3]) <= rtol * (abs(ref[3]) + ref[0])
+
+
+def test_device_row_top2_one_pass():
+    # row_top2 as the CUDA target compiles it (its Python body): the two
+    # largest values with multiplicity, NaN ignored, against a sort
+    from fastsoftmax._kernels.row import row_top2
+    rng = np.random.default_rng(4)
+    for _ in range(1500):
+        n = int(rng.integers(1, 12))
+        x = np.round(rng.normal(size=n) * 2)                  # many ties
+        for _ in range(int(rng.integers(0, 3))):
+            x[rng.integers(0, n)] = rng.choice([np.nan, np.inf, -np.inf])
+        for dt in (np.float32, np.float64):
+            xx = x.astype(dt)
+            s = np.sort(xx[~np.isnan(xx)])[::-1]
+            ref = (s[0] if s.size else -np.inf, s[1] if s.size > 1 else -np.inf)
+            assert tuple(row_top2(xx, n)) == ref, xx

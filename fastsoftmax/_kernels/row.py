@@ -178,26 +178,20 @@ def _targets(generic, cpu, **opts):
 def row_top2(x, n):
     """(m1, m2): the two largest values of x[:n], with multiplicity.
 
-    CPU: ``_simd.top2`` (16 lanes, one pass).  Elsewhere: three branch-free
-    reductions, the max (maxNum), the max below it, and the number of ties
-    at the max.  Both ignore NaN in m1 (m2 may then be anything); NaN is
-    caught by ``row_sums``.
+    CPU: ``_simd.top2`` (16 lanes, one pass).  Elsewhere (CUDA): one pass
+    of flat selects, x_i > m1 moving m1 down to m2 and anything else
+    raising m2 (maxNum), so a tie at the top gives m2 = m1.  Both ignore NaN
+    (it fails every comparison, and maxNum drops it); NaN is caught by
+    ``row_sums``.
     """
     ninf = like(x, -np.inf)
     m1 = ninf
-    for i in range(n):
-        m1 = fmax(m1, x[i])
     m2 = ninf
     for i in range(n):
         v = x[i]
-        m2 = fmax(m2, v if v < m1 else ninf)
-    one = like(x, 1.0)
-    zero = like(x, 0.0)
-    ties = zero
-    for i in range(n):
-        ties += one if x[i] == m1 else zero
-    if ties > one:
-        m2 = m1
+        hi = v > m1
+        m2 = m1 if hi else fmax(m2, v)
+        m1 = v if hi else m1
     return m1, m2
 
 
