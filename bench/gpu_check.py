@@ -532,7 +532,8 @@ def main():
     R["libraries"]["numba"] = numba.__version__
     R["knobs"] = {k: getattr(_settings, k) for k in
                   ("THREADS_PER_BLOCK", "VALUES_PER_THREAD", "BLOCKS_PER_SM", "LAUNCH_LOGITS",
-                   "SCRATCH_BYTES", "MAX_REGISTERS")}
+                   "SCRATCH_BYTES", "SCRATCH_BLOCKS_PER_SM", "SCRATCH_FRACTION",
+                   "MAX_REGISTERS")}
     step("prediction", prediction)
     step("agreement", agreement)
     write_json()

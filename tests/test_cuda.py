@@ -111,7 +111,7 @@ class _CAI:
 # every thread's merged state (``_group_state``) for the rows of x, G threads a row
 _WARP_MERGE_KERNEL = """
 def k(x, res):
-    sm = cuda.shared.array((6, 32), np.float64)
+    sm = cuda.shared.array((12, 32), np.float64)
     tid = cuda.threadIdx.x
     lane = tid % G
     r = tid // G
@@ -411,6 +411,36 @@ def _scenarios():
         return out
     add("warp_merge", warp_merge)
 
+    def scratch_geometry():
+        # generated rows at n = 16,384 on a device of 132 multiprocessors and
+        # 141 GB (an H200): the scratch leaves >= 2 blocks per multiprocessor;
+        # on a 16 GB one the memory fraction caps it
+        from fastsoftmax.backends.cuda import _geometry
+
+        class Ctx:
+            def __init__(self, total):
+                self.total = total
+
+            def get_memory_info(self):
+                return (self.total, self.total)
+
+        _patch(tpb=128, grid=None, launch_logits=1 << 29)
+        real_sms, real_ctx = _geometry._sms, cuda.current_context
+        out = {}
+        try:
+            _geometry._sms = lambda: 132
+            for total in (141e9, 16e9):
+                cuda.current_context = lambda total=total: Ctx(total)
+                for dt in ("float32", "float64"):
+                    L = _launch._Launcher(16384, dt, np.zeros(0), True, nrows=10 ** 6)
+                    per_block = 128 * 16384 * np.dtype(dt).itemsize
+                    out[f"{dt}_{total:.0e}"] = {"grid": L.grid,
+                                                "scratch": 2 * L.grid * per_block}
+        finally:
+            _geometry._sms, cuda.current_context = real_sms, real_ctx
+        return out
+    add("scratch_geometry", scratch_geometry)
+
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
         _patch()
@@ -709,6 +739,17 @@ def test_warp_merge_is_a_fixed_tree(sim):
                 assert tuple(got[:2]) == tuple(ref[:2]), (dt, G, i)
                 np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
                 assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (dt, G, i)
+
+
+def test_generated_scratch_fills_an_h200(sim):
+    r = _get(sim, "scratch_geometry")
+    for dt in ("float32", "float64"):
+        big = r[f"{dt}_1e+11"]
+        assert big["grid"] >= 2 * 132, (dt, big)
+        assert big["scratch"] <= 0.125 * 141e9, (dt, big)
+        small = r[f"{dt}_2e+10"]
+        assert small["scratch"] <= max(0.125 * 16e9, 2 ** 31), (dt, small)
+        assert small["grid"] < big["grid"], (dt, small)
 
 
 def test_kernels_compiled_without_fastmath(sim):

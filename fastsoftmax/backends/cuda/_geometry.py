@@ -1,5 +1,6 @@
 """Launch geometry of the CUDA backend (read from ``_settings`` at launch time)."""
 import contextlib
+import math
 import warnings
 
 from numba import cuda
@@ -50,12 +51,29 @@ def tile_rows(n, g, tpb, brows):
     return min(tpb, max(tpb // g, brows))
 
 
+def _sms():
+    dev = cuda.get_current_device()
+    return int(getattr(dev, "MULTIPROCESSOR_COUNT", None) or 1)
+
+
 def _grid_cap():
     if _settings.MAX_GRID:
         return int(_settings.MAX_GRID)
-    dev = cuda.get_current_device()
-    sms = getattr(dev, "MULTIPROCESSOR_COUNT", None) or 1
-    return max(1, int(sms) * _settings.BLOCKS_PER_SM)
+    return max(1, _sms() * _settings.BLOCKS_PER_SM)
+
+
+def scratch_bytes(per_block):
+    """Bytes of generated-row scratch for the two streams, per_block bytes
+    a block: SCRATCH_BYTES, or enough for SCRATCH_BLOCKS_PER_SM blocks per
+    multiprocessor where that is more, up to SCRATCH_FRACTION of the
+    device's memory (the simulator's is unbounded)."""
+    want = 2 * per_block * _sms() * _settings.SCRATCH_BLOCKS_PER_SM
+    try:
+        total = float(cuda.current_context().get_memory_info()[1])
+    except Exception:   # noqa: BLE001 - no figure: the fixed budget
+        total = 0.0
+    room = total * _settings.SCRATCH_FRACTION if math.isfinite(total) else want
+    return int(max(_settings.SCRATCH_BYTES, min(want, room)))
 
 
 def _launch_rows(n, unit):

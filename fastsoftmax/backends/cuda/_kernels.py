@@ -9,7 +9,7 @@ from numba import cuda, types
 from numba.extending import overload, register_jitable
 
 from ..._kernels.gen import model_row
-from ..._kernels.row import (NOBS, NSTATS, ST_E2, ST_E3, ST_M1, ST_M2, ST_R, ST_V, logobs,
+from ..._kernels.row import (NOBS, ST_E2, ST_E3, ST_M1, ST_M2, ST_R, ST_V, logobs,
                              obs_log10, obs_value, rest_mass, row_bad, row_log_softmax,
                              row_softmax, row_state, row_stats, row_stats_from, row_target,
                              state_merge)
@@ -82,11 +82,11 @@ if SIMULATOR:
     def _xchg(sm, row, m1, m2, r, e2, e3, v, k):
         """The state of thread ``threadIdx.x ^ k``.  The simulator has no warp
         shuffles: the states go through rows row..row+5 of the shared array
-        sm (column = thread) between barriers of the whole block, which
-        every thread of the block reaches as often as a device's threads
-        reach the shuffles."""
+        sm (column = thread) and a barrier of the whole block, which every
+        thread of the block reaches as often as a device's threads reach the
+        shuffles.  Successive steps alternate between two such buffers
+        (``_group_state``), so the next write never meets this read."""
         tid = cuda.threadIdx.x
-        cuda.syncthreads()       # the previous exchange has been read
         sm[row, tid] = m1
         sm[row + 1, tid] = m2
         sm[row + 2, tid] = r
@@ -97,6 +97,13 @@ if SIMULATOR:
         o = tid ^ k
         return (sm[row, o], sm[row + 1, o], sm[row + 2, o], sm[row + 3, o], sm[row + 4, o],
                 sm[row + 5, o])
+
+    @cuda.jit(device=True, **_JIT)
+    def _xchg_end(steps):
+        """After an odd number of exchanges the next merge's first write
+        goes to the buffer just read: a barrier first."""
+        if steps % 2 == 1:
+            cuda.syncthreads()
 else:
     @cuda.jit(device=True, **_JIT)
     def _xchg(sm, row, m1, m2, r, e2, e3, v, k):
@@ -105,6 +112,11 @@ else:
         return (cuda.shfl_xor_sync(_FULL_MASK, m1, k), cuda.shfl_xor_sync(_FULL_MASK, m2, k),
                 cuda.shfl_xor_sync(_FULL_MASK, r, k), cuda.shfl_xor_sync(_FULL_MASK, e2, k),
                 cuda.shfl_xor_sync(_FULL_MASK, e3, k), cuda.shfl_xor_sync(_FULL_MASK, v, k))
+
+    @cuda.jit(device=True, **_JIT)
+    def _xchg_end(steps):
+        """Nothing to wait for: registers."""
+        return
 
 
 @cuda.jit(device=True, **_JIT)
@@ -123,8 +135,9 @@ def _group_state(sm, row, lane, G, m1, m2, r, e2, e3, v):
     m1 = np.float64(m1)
     m2 = np.float64(m2)
     k = 1
+    steps = 0
     while k < G:
-        b1, b2, br, be2, be3, bv = _xchg(sm, row, m1, m2, r, e2, e3, v, k)
+        b1, b2, br, be2, be3, bv = _xchg(sm, row + 6 * (steps % 2), m1, m2, r, e2, e3, v, k)
         up = (lane & k) != 0
         m1, m2, r, e2, e3, v = state_merge(
             b1 if up else m1, b2 if up else m2, br if up else r, be2 if up else e2,
@@ -132,6 +145,8 @@ def _group_state(sm, row, lane, G, m1, m2, r, e2, e3, v):
             m1 if up else b1, m2 if up else b2, r if up else br, e2 if up else be2,
             e3 if up else be3, v if up else bv)
         k *= 2
+        steps += 1
+    _xchg_end(steps)
     return m1, m2, r, e2, e3, v
 
 
@@ -217,12 +232,12 @@ def _reduce_item(sm, c, r0, r1, step, thresholds, bid, blocks, sketch):
 # shared-memory rows of the observe kernel: 0..NCH-1 the tile's channel values
 # (column = row in tile).  While a G > 1 tile's rows are reduced, rows
 # ST_M1..ST_V hold each row's merged state (column = row in tile) and, under
-# the simulator only, rows _PART.._PART+5 stand in for the warp shuffles of
+# the simulator only, rows _PART.._PART+11 stand in for the warp shuffles of
 # the state merge (``_xchg``); rows _MRG.. are the row-block merge.
-_PART = NSTATS
+_PART = ST_V + 1
 _MRG = NCH
 _SMROWS = NCH + 3
-assert _PART + 6 <= NCH
+assert _PART + 12 <= NCH
 
 
 _KERNELS = {}
@@ -511,7 +526,7 @@ def _build_softmax(TPB, G, LOG):
     @cuda.jit(**_jit_opts())
     def softmax_kernel(x, out, n):
         # the simulator's stand-in for the warp shuffles (unused on a device)
-        sm = cuda.shared.array((6, TPB), np.float64)
+        sm = cuda.shared.array((12, TPB), np.float64)
         tid = cuda.threadIdx.x
         bid = cuda.blockIdx.x
         grid = cuda.gridDim.x

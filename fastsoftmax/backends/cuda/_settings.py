@@ -13,11 +13,20 @@ BLOCKS_PER_SM = 8
 MAX_GRID = None
 #: logits per kernel launch (the host folds a launch while the next one runs)
 LAUNCH_LOGITS = 1 << 29
-#: cap on the per-thread row scratch of generated rows (bytes)
+#: per-thread row scratch of generated rows, both streams (bytes): at least
+#: this much, and more where it would leave fewer than SCRATCH_BLOCKS_PER_SM
+#: blocks per multiprocessor (n = 16,384: a 128-thread block's scratch is
+#: 8 MiB in float32, 16 MiB in float64), up to SCRATCH_FRACTION of the
+#: device's memory (an H200: 2 blocks per SM up to n = 32,768 in float64)
 SCRATCH_BYTES = 1 << 31
-#: register cap per thread for the summary kernels (None: the compiler's
-#: choice; ``python bench/gpu_compile.py`` prints it per kernel variant with
-#: the resident blocks of 128 threads it allows: 4 at <= 128 registers, 3 above)
+SCRATCH_BLOCKS_PER_SM = 2
+SCRATCH_FRACTION = 0.125
+#: register cap per thread of every kernel (None: the compiler's choice).
+#: Measured by ``python bench/gpu_compile.py`` (which compiles with this
+#: setting): without a cap the summary kernels of array rows take 124-128
+#: registers on sm_90 and sm_80, generated rows 124 on sm_90: 4 resident
+#: blocks of 128 threads (at most 128 registers; above, 3).  A cap of 128
+#: makes ptxas spill generated rows on sm_80, so none is set
 MAX_REGISTERS = None
 
 # Compile options of every kernel: the one place fast math is decided (see
