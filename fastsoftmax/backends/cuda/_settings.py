@@ -23,10 +23,11 @@ SCRATCH_BLOCKS_PER_SM = 2
 SCRATCH_FRACTION = 0.125
 #: register cap per thread of every kernel (None: the compiler's choice).
 #: Measured by ``python bench/gpu_compile.py`` (which compiles with this
-#: setting): without a cap the summary kernels of array rows take 124-128
-#: registers on sm_90 and sm_80, generated rows 124 on sm_90: 4 resident
-#: blocks of 128 threads (at most 128 registers; above, 3).  A cap of 128
-#: makes ptxas spill generated rows on sm_80, so none is set
+#: setting): without a cap every summary kernel takes 120-128 registers on
+#: sm_90 and sm_80, so 4 blocks of 128 threads are resident per
+#: multiprocessor (above 128, 3), with no spill.  A cap of 128 is not set:
+#: with it ptxas spilled the generated rows' kernel on sm_80 (84 bytes),
+#: which takes 124 registers without one
 MAX_REGISTERS = None
 
 # Compile options of every kernel: the one place fast math is decided (see
