@@ -166,7 +166,7 @@ def _array_target(ymode, yfix, labels, r):
     class or a label, never a drawn one: (mode, y, u) with mode ARGMAX or
     LABELS (``row_stats_from`` treats a fixed class as a label), so a kernel
     of array rows compiles neither the random streams nor the sampled
-    target's inversion (15 registers fewer at 128 threads per block)."""
+    target's inversion."""
     if ymode == TARGET_ARGMAX:
         return TARGET_ARGMAX, yfix, 0.5
     y = labels[r] if ymode == TARGET_LABELS else yfix
