@@ -323,8 +323,18 @@ def is_float32(argtypes):
     return bool(arrs) and str(arrs[0].dtype) in ("float32", "float16")
 
 
+def backend_max_registers():
+    """The register cap the backend's launches compile with
+    (``_settings.MAX_REGISTERS``; None: no cap)."""
+    from fastsoftmax.backends.cuda import _settings
+    return _settings.MAX_REGISTERS
+
+
 def compile_variant(v, cc, max_registers=None, keep_ptx=False):
-    """One row of the table (a dict); ``error`` set when it did not compile."""
+    """One row of the table (a dict); ``error`` set when it did not compile.
+    max_registers: None, the backend's own cap; 0, no cap."""
+    if max_registers is None:
+        max_registers = backend_max_registers()
     row = {"name": v["name"], "kind": v["kind"], "cc": f"{cc[0]}.{cc[1]}"}
     t0 = time.time()
     try:
@@ -465,9 +475,10 @@ def _roofline_variant(kind, n, dt):
     return f"softmax/n{g_n}/{dt}/C"
 
 
-def _group(n, tpb=128, vpt=16):
+def _group(n, tpb=128, vpt=16, warp=32):
+    """``_geometry.group_size``: at most a warp of threads per row."""
     g = 1
-    while 2 * g <= tpb and 2 * g * vpt <= n:
+    while 2 * g <= min(tpb, warp) and 2 * g * vpt <= n:
         g *= 2
     return g
 
@@ -591,8 +602,9 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--capture-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--max-registers", type=int, default=None,
-                    help="ptxas --maxrregcount for every variant (a tiny cap shows the "
-                         "gate failing on spills)")
+                    help="ptxas --maxrregcount for every variant (default: the backend's "
+                         "_settings.MAX_REGISTERS, as its launches compile; 0: no cap; a "
+                         "tiny cap shows the gate failing on spills)")
     ap.add_argument("--inject-compile-error", action="store_true",
                     help="add a variant whose argument types do not type (shows the gate "
                          "failing on a compile error)")

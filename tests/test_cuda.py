@@ -6,7 +6,10 @@
   array -- counts, infinite counts, threshold counts and sketch bins exactly,
   min/max and means to 1e-6 -- for every model and target, -inf masks, ties,
   n = 1, bad rows, large gaps and subnormals, device arrays of several layouts,
-  and softmax of device arrays.  Threads per block are patched down to 32/64
+  and softmax of device arrays; the group merge gives every thread the bits
+  of one fixed tree; float32 softmax is within 3 ulp (log_softmax 1.5) of
+  float64; generated rows' scratch leaves 2 blocks per multiprocessor of an
+  H200-sized device.  Threads per block are patched down to 32/64
   and the row-block size down, so a few hundred rows span many tiles,
   row-blocks, launches and segments; every tile-reduction regime runs (row-blocks
   longer than a tile, several per tile merged, several per tile written
@@ -106,6 +109,22 @@ class _CAI:
         self.__cuda_array_interface__ = {"shape": ai["shape"], "strides": ai["strides"],
                                          "typestr": ai["typestr"], "data": ai["data"],
                                          "version": 3}
+
+
+# every thread's merged state (``_group_state``) for the rows of x, G threads a row
+_WARP_MERGE_KERNEL = """
+def k(x, res):
+    sm = cuda.shared.array((12, 32), np.float64)
+    tid = cuda.threadIdx.x
+    lane = tid % G
+    r = tid // G
+    active = r < x.shape[0]
+    cnt = (n - lane + G - 1) // G if lane < n else 0
+    st = _kernels._share_state(x[r if active else 0], lane, G, cnt, active)
+    mg = _kernels._group_state(sm, 0, lane, G, st[0], st[1], st[2], st[3], st[4], st[5])
+    for j in range(6):
+        res[tid, j] = mg[j]
+"""
 
 
 def _scenarios():
@@ -320,6 +339,110 @@ def _scenarios():
                     "dtype": str(got.dtype), "ref_dtype": str(ref.dtype)}
         return out
     add("softmax_device", softmax_device)
+
+    def softmax_f32_wide():
+        # float32 softmax in float32 arithmetic: logits spread over hundreds
+        # (rounding x_i - m1 alone would cost 6e-6 at -100), subnormal and
+        # zero outputs, -inf masks; ulps against float64 rounded once
+        _patch(vpt=2)
+        rng = np.random.default_rng(12)
+        out = {}
+        for name, n in (("g1_n5", 5), ("gN_n64", 64)):
+            x = (rng.normal(size=(24, n)) * rng.choice([1.0, 30.0, 60.0], size=(24, 1)))
+            x[::5, 1] = -np.inf
+            x = x.astype(np.float32)
+            x64 = x.astype(np.float64)
+            m = x64.max(axis=1, keepdims=True)
+            p = np.exp(x64 - m)
+            rest = p.copy()
+            rest[np.arange(len(x)), np.argmax(x64, axis=1)] = 0.0
+            a = rest.sum(axis=1, keepdims=True)         # the rest mass, the top left out
+            for log in (False, True):
+                got = _launch.softmax(cuda.to_device(x), -1, log).copy_to_host()
+                ref = (x64 - m) - np.log1p(a) if log else p / (1.0 + a)
+                fin = np.isfinite(ref)
+                r32 = np.abs(ref.astype(np.float32))
+                ulp = np.spacing(np.where(fin, r32, 1.0).astype(np.float32)).astype(np.float64)
+                err = np.abs(got.astype(np.float64)[fin] - ref[fin]) / ulp[fin]
+                out[f"{name}_{'log' if log else 'p'}"] = {
+                    "max_ulp": float(err.max()),
+                    "subnormal_outputs": int(np.sum((r32 > 0) & (r32 < 1.1754944e-38))),
+                    "same_inf": bool(np.array_equal(np.isinf(got), np.isinf(ref)))}
+        return out
+    add("softmax_f32_wide", softmax_f32_wide)
+
+    def warp_merge():
+        # the group merge itself: every thread of a group ends with the same
+        # bits, those of the fixed tree over the threads' partial states
+        from fastsoftmax._kernels.row import row_state, state_merge
+        rng = np.random.default_rng(13)
+        out = {}
+        for dt in (np.float32, np.float64):
+            x = (rng.normal(size=(4, 45)) * 6).astype(dt)
+            x[1, ::3] = -np.inf
+            x[2, :] = 1.5                                   # ties
+            x[3, :] = -np.inf
+            x[3, 7] = 0.25                                  # a single finite logit
+            n = x.shape[1]
+            for G in (2, 4, 8, 16, 32):
+                NG = 32 // G
+
+                # a kernel's globals are what the simulator swaps for its
+                # own cuda module: the kernel is made with globals of its own
+                g = {"cuda": cuda, "np": np, "_kernels": _kernels, "G": G, "n": n}
+                exec(_WARP_MERGE_KERNEL, g)
+                k = cuda.jit(g["k"])
+                res = np.full((32, 6), np.nan)
+                k[1, 32](x, res)
+                same = all(np.array_equal(res[g * G:(g + 1) * G],
+                                          np.repeat(res[g * G:g * G + 1], G, axis=0),
+                                          equal_nan=True) for g in range(NG))
+                tree = True
+                for r in range(min(NG, x.shape[0])):
+                    parts = [tuple(float(v) for v in row_state(x[r, ln::G],
+                                                                 (n - ln + G - 1) // G))
+                             for ln in range(G)]
+                    while len(parts) > 1:
+                        parts = [state_merge(*parts[i], *parts[i + 1])
+                                 for i in range(0, len(parts), 2)]
+                    tree = tree and bool(np.array_equal(np.array(parts[0], np.float64),
+                                                        res[r * G], equal_nan=True))
+                out[f"{np.dtype(dt).name}_G{G}"] = {"lanes_equal": bool(same),
+                                                   "fixed_tree": tree,
+                                                   "state": res[::G][:4].tolist()}
+            out[f"{np.dtype(dt).name}_rows"] = x.astype(np.float64).tolist()
+        return out
+    add("warp_merge", warp_merge)
+
+    def scratch_geometry():
+        # generated rows at n = 16,384 on a device of 132 multiprocessors and
+        # 141 GB (an H200): the scratch leaves >= 2 blocks per multiprocessor;
+        # on a 16 GB one the memory fraction caps it
+        from fastsoftmax.backends.cuda import _geometry
+
+        class Ctx:
+            def __init__(self, total):
+                self.total = total
+
+            def get_memory_info(self):
+                return (self.total, self.total)
+
+        _patch(tpb=128, grid=None, launch_logits=1 << 29)
+        real_sms, real_ctx = _geometry._sms, cuda.current_context
+        out = {}
+        try:
+            _geometry._sms = lambda: 132
+            for total in (141e9, 16e9):
+                cuda.current_context = lambda total=total: Ctx(total)
+                for dt in ("float32", "float64"):
+                    L = _launch._Launcher(16384, dt, np.zeros(0), True, nrows=10 ** 6)
+                    per_block = 128 * 16384 * np.dtype(dt).itemsize
+                    out[f"{dt}_{total:.0e}"] = {"grid": L.grid,
+                                                "scratch": 2 * L.grid * per_block}
+        finally:
+            _geometry._sms, cuda.current_context = real_sms, real_ctx
+        return out
+    add("scratch_geometry", scratch_geometry)
 
     def kernel_options():
         # fast math off for every kernel (the simulator records the flag)
@@ -593,6 +716,45 @@ def test_softmax_of_device_arrays(sim):
                                                                         "float32")
 
 
+def test_softmax_float32_within_ulps(sim):
+    # the documented bound of the float32 device softmax (``_kernels._span32``):
+    # <= 3 ulp (subnormal outputs included), log_softmax <= 1.5 ulp
+    r = {k: v for k, v in _get(sim, "softmax_f32_wide").items() if not k.startswith("_")}
+    assert len(r) == 4
+    for name, v in r.items():
+        assert v["same_inf"], name
+        assert v["max_ulp"] <= (1.5 if name.endswith("log") else 3.0), (name, v["max_ulp"])
+    # the data reach the subnormal range, where the factor e^-64 / S applies
+    assert r["gN_n64_p"]["subnormal_outputs"] > 0
+
+
+def test_warp_merge_is_a_fixed_tree(sim):
+    r = _get(sim, "warp_merge")
+    assert len(r) == 13
+    for dt in ("float32", "float64"):
+        rows = np.array(r[f"{dt}_rows"])
+        rtol = 2e-6 if dt == "float32" else 1e-12
+        for G in (2, 4, 8, 16, 32):
+            v = r[f"{dt}_G{G}"]
+            assert v["lanes_equal"] and v["fixed_tree"], (dt, G)
+            for i, got in enumerate(v["state"][:rows.shape[0]]):
+                ref = _state_ref(rows[i].astype(dt))
+                assert tuple(got[:2]) == tuple(ref[:2]), (dt, G, i)
+                np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+                assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (dt, G, i)
+
+
+def test_generated_scratch_fills_an_h200(sim):
+    r = _get(sim, "scratch_geometry")
+    for dt in ("float32", "float64"):
+        big = r[f"{dt}_1e+11"]
+        assert big["grid"] >= 2 * 132, (dt, big)
+        assert big["scratch"] <= 0.125 * 141e9, (dt, big)
+        small = r[f"{dt}_2e+10"]
+        assert small["scratch"] <= max(0.125 * 16e9, 2 ** 31), (dt, small)
+        assert small["grid"] < big["grid"], (dt, small)
+
+
 def test_kernels_compiled_without_fastmath(sim):
     r = _get(sim, "kernel_options")
     assert r["jit"] == {"fastmath": False}
@@ -725,3 +887,40 @@ def test_state_merge_keeps_bad_rows_bad(split_state):
     assert row_bad(m1, r, vv)
     m1, m2, r, e2, e3, vv = split_state(x, 4)
     assert not row_bad(m1, r, vv)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_device_row_sums_keep_the_flush_bound(dtype):
+    # row_sums as the CUDA target compiles it (its Python body, which the
+    # simulator runs): a long row's terms in partials of the row's dtype,
+    # flushed into float64 every 16 elements.  Each float32 partial of at
+    # most 16 terms in (0, 1] is good to 15 * 2**-24, each exp to 1 ulp: a
+    # float32 running sum over the 32,768 terms is off by ~2.4e-6 here
+    from fastsoftmax._kernels.row import row_sums, row_top2
+    rng = np.random.default_rng(3)
+    n = 1 << 15
+    x = (rng.random(n) * 0.5).astype(dtype)
+    x[rng.integers(0, n, size=50)] = -np.inf
+    m1, m2 = row_top2(x, n)
+    got = row_sums(x, n, m2)
+    ref = _state_ref(x)[2:]
+    rtol = 15 * 2.0 ** -24 + 2.0 ** -23 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[:3], ref[:3], rtol=rtol, atol=0)
+    assert abs(got[3] - ref[3]) <= rtol * (abs(ref[3]) + ref[0])
+
+
+def test_device_row_top2_one_pass():
+    # row_top2 as the CUDA target compiles it (its Python body): the two
+    # largest values with multiplicity, NaN ignored, against a sort
+    from fastsoftmax._kernels.row import row_top2
+    rng = np.random.default_rng(4)
+    for _ in range(1500):
+        n = int(rng.integers(1, 12))
+        x = np.round(rng.normal(size=n) * 2)                  # many ties
+        for _ in range(int(rng.integers(0, 3))):
+            x[rng.integers(0, n)] = rng.choice([np.nan, np.inf, -np.inf])
+        for dt in (np.float32, np.float64):
+            xx = x.astype(dt)
+            s = np.sort(xx[~np.isnan(xx)])[::-1]
+            ref = (s[0] if s.size else -np.inf, s[1] if s.size > 1 else -np.inf)
+            assert tuple(row_top2(xx, n)) == ref, xx

@@ -78,8 +78,9 @@ threads or the chunking: the bits are the same everywhere.
 * Every other row on the CPU: every sum is over 16 explicit lanes (element i in
   lane i % 16; float32 lane partials are flushed into float64 lanes every
   16 tiles of 16, the lanes are summed by a fixed tree: ``_simd``).
-* Other targets (CUDA) use the plain per-element loops below
-  (``row_top2``, ``row_sums``); they agree to rounding.
+* Other targets (CUDA) use the per-element loops below (``row_top2``,
+  ``row_sums``: a row's terms in order, in partials of as many terms as the
+  CPU's lanes take, at most 16); they agree to rounding.
 
 In both CPU orders a float32 partial takes at most 16 terms in (0, 1]
 before its flush: relative error <= 15 * 2**-24 ~ 9e-7 per partial, far
@@ -177,26 +178,20 @@ def _targets(generic, cpu, **opts):
 def row_top2(x, n):
     """(m1, m2): the two largest values of x[:n], with multiplicity.
 
-    CPU: ``_simd.top2`` (16 lanes, one pass).  Elsewhere: three branch-free
-    reductions, the max (maxNum), the max below it, and the number of ties
-    at the max.  Both ignore NaN in m1 (m2 may then be anything); NaN is
-    caught by ``row_sums``.
+    CPU: ``_simd.top2`` (16 lanes, one pass).  Elsewhere (CUDA): one pass
+    of flat selects, x_i > m1 moving m1 down to m2 and anything else
+    raising m2 (maxNum), so a tie at the top gives m2 = m1.  Both ignore NaN
+    (it fails every comparison, and maxNum drops it); NaN is caught by
+    ``row_sums``.
     """
     ninf = like(x, -np.inf)
     m1 = ninf
-    for i in range(n):
-        m1 = fmax(m1, x[i])
     m2 = ninf
     for i in range(n):
         v = x[i]
-        m2 = fmax(m2, v if v < m1 else ninf)
-    one = like(x, 1.0)
-    zero = like(x, 0.0)
-    ties = zero
-    for i in range(n):
-        ties += one if x[i] == m1 else zero
-    if ties > one:
-        m2 = m1
+        hi = v > m1
+        m2 = m1 if hi else fmax(m2, v)
+        m1 = v if hi else m1
     return m1, m2
 
 
@@ -217,7 +212,12 @@ def row_sums(x, n, m2):
     logit propagates into R and V.  CPU: 16 explicit lanes (``_simd``),
     float32 input summed in float32 lane partials flushed into float64 lanes
     every ``FLUSH_TILES`` tiles (relative error <= 15 * 2**-24 ~ 9e-7 worst
-    case, ~1e-7 typically); elsewhere a plain float64 loop.
+    case, ~1e-7 typically).  Elsewhere (CUDA) the elements in order, in
+    partials of the dtype of x flushed into float64 every F = min(16,
+    ceil(n / 16)) elements: a partial takes as many terms as the CPU's
+    lane partials do for the same n (one for n <= 16, 16 from n = 241 on),
+    so the same bound, with no float64 arithmetic per float32 element of a
+    long row.
     """
     zero = like(x, 0.0)
     floor = exp_floor(x)
@@ -226,18 +226,31 @@ def row_sums(x, n, m2):
     e2 = 0.0
     e3 = 0.0
     v = 0.0
-    for i in range(n):
-        xi = x[i]
-        d = xi - m2
-        d = zero if d > zero else d
-        d = floor if d < floor else d
-        e = vexp_normal(d)
-        e = zero if xi < lim else e
-        e = np.float64(e)
-        r += e
-        e2 += e * e
-        e3 += e * e * e
-        v -= e * np.float64(d)
+    step = min(FLUSH_TILES, (n + G - 1) // G)
+    i0 = 0
+    while i0 < n:
+        i1 = min(i0 + step, n)
+        pr = zero
+        p2 = zero
+        p3 = zero
+        pv = zero
+        for i in range(i0, i1):
+            xi = x[i]
+            d = xi - m2
+            d = zero if d > zero else d
+            d = floor if d < floor else d
+            e = vexp_normal(d)
+            e = zero if xi < lim else e
+            ee = e * e
+            pr += e
+            p2 += ee
+            p3 += ee * e
+            pv -= e * d
+        r += np.float64(pr)
+        e2 += np.float64(p2)
+        e3 += np.float64(p3)
+        v += np.float64(pv)
+        i0 = i1
     return r - 1.0, e2 - 1.0, e3 - 1.0, v
 
 

@@ -54,15 +54,16 @@ block of ``THREADS_PER_BLOCK`` threads walks the rows in tiles of
 1. *rows* -- each row is handled by a group of ``G`` threads.  ``G = 1``
    (a thread per row, exactly ``_math.row_stats`` then ``logobs``) for
    generated rows and for short array rows; for array rows with
-   ``n >= 2 * VALUES_PER_THREAD``, ``G`` is the power of two (<= the block
-   size) giving each thread about ``VALUES_PER_THREAD`` logits: the group
+   ``n >= 2 * VALUES_PER_THREAD``, ``G`` is the power of two (at most a
+   warp) giving each thread about ``VALUES_PER_THREAD`` logits: the group
    reads the row with stride ``G`` (coalesced), each thread computes the
    partial state of its share (``row_state``: its top two and its sums
-   relative to its own m2), the group's first thread merges the G states in
-   lane order (``state_merge``, through shared memory) and finishes the row
-   (``row_stats_from``), and the per-row wrap-up (``logobs``) is then
-   batched, one tile row per thread.  Tiles of long rows
-   are smaller (:func:`tile_rows`): n = 16384 makes 4-row units of work.
+   relative to its own m2), the group merges the G states by warp shuffles
+   in a fixed tree (``state_merge`` over lane xor 1, 2, 4, ...: every
+   thread ends with the same bits), and the row's wrap-up (the target,
+   ``row_stats_from``, ``logobs``) is then batched, one tile row per thread.
+   Tiles of long rows are smaller (:func:`tile_rows`): n = 16384 makes
+   4-row units of work.
 2. *tile reduction* -- the 18 channel values of the tile's rows (in shared
    memory) are reduced by (row-block, channel, split) work items: two-pass
    moments Chan-merged per row-block in a fixed order (deterministic), and
@@ -74,8 +75,11 @@ block of ``THREADS_PER_BLOCK`` threads walks the rows in tiles of
 The host launches chunks of about ``LAUNCH_LOGITS`` logits on two streams
 (the next chunk runs while the previous chunk's row-block moments are copied
 back and folded).  Generated rows use per-thread scratch of length n in
-global memory (interleaved, so accesses coalesce; one per stream), at most
-``SCRATCH_BYTES`` in all: for long generated rows the grid shrinks to fit.
+global memory (interleaved, so accesses coalesce; one per stream): at least
+``SCRATCH_BYTES`` in all, more where that would leave fewer than
+``SCRATCH_BLOCKS_PER_SM`` blocks per multiprocessor, up to
+``SCRATCH_FRACTION`` of the device's memory; past that the grid shrinks to
+fit.
 
 The knobs below are module constants, read at launch time; tests patch them
 small (the simulator runs every thread as a Python thread).

@@ -1,5 +1,6 @@
 """Launch geometry of the CUDA backend (read from ``_settings`` at launch time)."""
 import contextlib
+import math
 import warnings
 
 from numba import cuda
@@ -25,12 +26,18 @@ def _tpb():
     return t
 
 
+#: threads of a warp: a row's group of threads is at most one warp, so its
+#: threads merge their states by warp shuffles (``_kernels._group_state``)
+WARP = 32
+
+
 def group_size(n, tpb=None):
     """Threads per array row: 1 for short rows, else the power of two (at
-    most the block size) that gives each about VALUES_PER_THREAD logits."""
+    most a warp) that gives each about VALUES_PER_THREAD logits; longer rows
+    give each of the 32 threads more."""
     tpb = _tpb() if tpb is None else tpb
     g = 1
-    while 2 * g <= tpb and 2 * g * _settings.VALUES_PER_THREAD <= n:
+    while 2 * g <= min(tpb, WARP) and 2 * g * _settings.VALUES_PER_THREAD <= n:
         g *= 2
     return g
 
@@ -44,12 +51,29 @@ def tile_rows(n, g, tpb, brows):
     return min(tpb, max(tpb // g, brows))
 
 
+def _sms():
+    dev = cuda.get_current_device()
+    return int(getattr(dev, "MULTIPROCESSOR_COUNT", None) or 1)
+
+
 def _grid_cap():
     if _settings.MAX_GRID:
         return int(_settings.MAX_GRID)
-    dev = cuda.get_current_device()
-    sms = getattr(dev, "MULTIPROCESSOR_COUNT", None) or 1
-    return max(1, int(sms) * _settings.BLOCKS_PER_SM)
+    return max(1, _sms() * _settings.BLOCKS_PER_SM)
+
+
+def scratch_bytes(per_block):
+    """Bytes of generated-row scratch for the two streams, per_block bytes
+    a block: SCRATCH_BYTES, or enough for SCRATCH_BLOCKS_PER_SM blocks per
+    multiprocessor where that is more, up to SCRATCH_FRACTION of the
+    device's memory (the simulator's is unbounded)."""
+    want = 2 * per_block * _sms() * _settings.SCRATCH_BLOCKS_PER_SM
+    try:
+        total = float(cuda.current_context().get_memory_info()[1])
+    except Exception:   # noqa: BLE001 - no figure: the fixed budget
+        total = 0.0
+    room = total * _settings.SCRATCH_FRACTION if math.isfinite(total) else want
+    return int(max(_settings.SCRATCH_BYTES, min(want, room)))
 
 
 def _launch_rows(n, unit):

@@ -5,15 +5,18 @@ The per-row math is the ``register_jitable`` code of ``_math``, ``_rng`` and
 import math
 
 import numpy as np
-from numba import cuda
+from numba import cuda, types
+from numba.extending import overload, register_jitable
 
 from ..._kernels.gen import model_row
-from ..._kernels.row import (NOBS, NSTATS, ST_BAD, ST_E2, ST_E3, ST_EY, ST_M1, ST_M2, ST_R, ST_V,
-                             ST_XY, ST_YTOP, logobs, obs_log10, obs_value, rest_mass,
-                             row_bad, row_log_softmax, row_softmax, row_state, row_stats,
-                             row_stats_from, row_target, state_merge, store_stats, top_bad)
+from ..._kernels.row import (NOBS, ST_E2, ST_E3, ST_M1, ST_M2, ST_R, ST_V, logobs,
+                             obs_log10, obs_value, rest_mass, row_bad, row_log_softmax,
+                             row_softmax, row_state, row_stats, row_stats_from, row_target,
+                             state_merge)
+from ..._kernels.vmath import vexp
 from ..._kernels.sketch import I_NEGINF, bucket_of
 from ...accumulate import NCH, chan_merge
+from ...registries import TARGET_ARGMAX, TARGET_LABELS
 from ...accumulate._block import fold_value
 from . import _settings
 
@@ -72,33 +75,102 @@ def _store_vals(sm, col, lam, bad):
         sm[NOBS + k, col] = np.nan if bad else obs_log10(lk)
 
 
-@cuda.jit(device=True, **_JIT)
-def _put_state(sm, row, col, st):
-    """A partial row state (``row_state``) into rows row.. row+5 of column col."""
-    sm[row, col] = st[0]
-    sm[row + 1, col] = st[1]
-    sm[row + 2, col] = st[2]
-    sm[row + 3, col] = st[3]
-    sm[row + 4, col] = st[4]
-    sm[row + 5, col] = st[5]
+_FULL_MASK = 0xFFFFFFFF
+
+if SIMULATOR:
+    @cuda.jit(device=True, **_JIT)
+    def _xchg(sm, row, m1, m2, r, e2, e3, v, k):
+        """The state of thread ``threadIdx.x ^ k``.  The simulator has no warp
+        shuffles: the states go through rows row..row+5 of the shared array
+        sm (column = thread) and a barrier of the whole block, which every
+        thread of the block reaches as often as a device's threads reach the
+        shuffles.  Successive steps alternate between two such buffers
+        (``_group_state``), so the next write never meets this read."""
+        tid = cuda.threadIdx.x
+        sm[row, tid] = m1
+        sm[row + 1, tid] = m2
+        sm[row + 2, tid] = r
+        sm[row + 3, tid] = e2
+        sm[row + 4, tid] = e3
+        sm[row + 5, tid] = v
+        cuda.syncthreads()
+        o = tid ^ k
+        return (sm[row, o], sm[row + 1, o], sm[row + 2, o], sm[row + 3, o], sm[row + 4, o],
+                sm[row + 5, o])
+
+    @cuda.jit(device=True, **_JIT)
+    def _xchg_end(steps):
+        """After an odd number of exchanges the next merge's first write
+        goes to the buffer just read: a barrier first."""
+        if steps % 2 == 1:
+            cuda.syncthreads()
+else:
+    @cuda.jit(device=True, **_JIT)
+    def _xchg(sm, row, m1, m2, r, e2, e3, v, k):
+        """The state of lane ``laneid ^ k`` of this warp, by register
+        shuffles (every lane of the warp takes part; sm, row are unused)."""
+        return (cuda.shfl_xor_sync(_FULL_MASK, m1, k), cuda.shfl_xor_sync(_FULL_MASK, m2, k),
+                cuda.shfl_xor_sync(_FULL_MASK, r, k), cuda.shfl_xor_sync(_FULL_MASK, e2, k),
+                cuda.shfl_xor_sync(_FULL_MASK, e3, k), cuda.shfl_xor_sync(_FULL_MASK, v, k))
+
+    @cuda.jit(device=True, **_JIT)
+    def _xchg_end(steps):
+        """Nothing to wait for: registers."""
+        return
 
 
 @cuda.jit(device=True, **_JIT)
-def _group_state(sm, row, g0, G):
-    """The state of a row from the partial states of its G threads (columns
-    g0 .. g0+G-1 of sm, rows row..row+5), merged in lane order."""
-    m1 = sm[row, g0]
-    m2 = sm[row + 1, g0]
-    r = sm[row + 2, g0]
-    e2 = sm[row + 3, g0]
-    e3 = sm[row + 4, g0]
-    v = sm[row + 5, g0]
-    for ln in range(1, G):
-        c = g0 + ln
-        m1, m2, r, e2, e3, v = state_merge(m1, m2, r, e2, e3, v, sm[row, c], sm[row + 1, c],
-                                           sm[row + 2, c], sm[row + 3, c], sm[row + 4, c],
-                                           sm[row + 5, c])
+def _group_state(sm, row, lane, G, m1, m2, r, e2, e3, v):
+    """The state of a row from the partial states (``row_state``) of its G
+    threads (G a power of two <= ``_geometry.WARP``: the group lies in one warp; every
+    thread of the block calls this together, a thread of no row with the
+    identity state -inf, -inf, 0, 0, 0, 0).
+
+    A butterfly over lane xor 1, 2, 4, ...: at step k the two threads of a
+    pair both compute ``state_merge(lower lane's state, upper lane's
+    state)``, the same operation on the same numbers, so after log2(G) steps
+    every thread of the group holds the same bits: the states merged by the
+    fixed tree ((s0 s1)(s2 s3))((s4 s5)(s6 s7))..., whatever the timing.
+    Returns the row's state in float64 (m1, m2 exact)."""
+    m1 = np.float64(m1)
+    m2 = np.float64(m2)
+    k = 1
+    steps = 0
+    while k < G:
+        b1, b2, br, be2, be3, bv = _xchg(sm, row + 6 * (steps % 2), m1, m2, r, e2, e3, v, k)
+        up = (lane & k) != 0
+        m1, m2, r, e2, e3, v = state_merge(
+            b1 if up else m1, b2 if up else m2, br if up else r, be2 if up else e2,
+            be3 if up else e3, bv if up else v,
+            m1 if up else b1, m2 if up else b2, r if up else br, e2 if up else be2,
+            e3 if up else be3, v if up else bv)
+        k *= 2
+        steps += 1
+    _xchg_end(steps)
     return m1, m2, r, e2, e3, v
+
+
+@cuda.jit(device=True, **_JIT)
+def _share_state(xr, lane, G, cnt, active):
+    """A thread's partial state of its row (elements lane, lane + G, ...),
+    or the identity state for a thread of no row."""
+    if active:
+        m1, m2, r, e2, e3, v = row_state(xr[lane::G], cnt)
+        return np.float64(m1), np.float64(m2), r, e2, e3, v
+    return -np.inf, -np.inf, 0.0, 0.0, 0.0, 0.0
+
+
+@cuda.jit(device=True, **_JIT)
+def _array_target(ymode, yfix, labels, r):
+    """``row_target`` for array rows, whose target is the top class, a fixed
+    class or a label, never a drawn one: (mode, y, u) with mode ARGMAX or
+    LABELS (``row_stats_from`` treats a fixed class as a label), so a kernel
+    of array rows compiles neither the random streams nor the sampled
+    target's inversion."""
+    if ymode == TARGET_ARGMAX:
+        return TARGET_ARGMAX, yfix, 0.5
+    y = labels[r] if ymode == TARGET_LABELS else yfix
+    return TARGET_LABELS, y, 0.5
 
 
 @cuda.jit(device=True, **_JIT)
@@ -159,13 +231,13 @@ def _reduce_item(sm, c, r0, r1, step, thresholds, bid, blocks, sketch):
 
 # shared-memory rows of the observe kernel: 0..NCH-1 the tile's channel values
 # (column = row in tile).  While a G > 1 tile's rows are reduced, rows
-# 0..NSTATS-1 hold the per-row stats (``store_stats``' layout, column = row in
-# tile) and rows _PART.._PART+5 the threads' partial row states (column =
-# thread); rows _MRG.. are the row-block merge.
-_PART = NSTATS
+# ST_M1..ST_V hold each row's merged state (column = row in tile) and, under
+# the simulator only, rows _PART.._PART+11 stand in for the warp shuffles of
+# the state merge (``_xchg``); rows _MRG.. are the row-block merge.
+_PART = ST_V + 1
 _MRG = NCH
 _SMROWS = NCH + 3
-assert _PART + 6 <= NCH
+assert _PART + 12 <= NCH
 
 
 _KERNELS = {}
@@ -248,7 +320,10 @@ def _build_observe(TPB, G, GENERATED):
                                       qscr[:, slot % qscr.shape[1]])
                         else:
                             xr = x[r]
-                        mode, y, uu = row_target(ymode, yfix, labels, r, seed, grow, n)
+                        if GENERATED:
+                            mode, y, uu = row_target(ymode, yfix, labels, r, seed, grow, n)
+                        else:
+                            mode, y, uu = _array_target(ymode, yfix, labels, r)
                         m1, m2, rr, e2, e3, v, y_top, xy, ey, isbad = row_stats(
                             xr, n, mode, y, uu)
                         _store_vals(sm, tid, logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey),
@@ -265,31 +340,39 @@ def _build_observe(TPB, G, GENERATED):
                         active = rt < trows
                         r = tbase + rt if active else tbase
                         xr = x[r]
-                        if active:
-                            _put_state(sm, _PART, tid, row_state(xr[lane::G], cnt))
-                        cuda.syncthreads()
+                        p1, p2, pr, pe2, pe3, pv = _share_state(xr, lane, G, cnt, active)
+                        # every thread of the block: the merge is warp-synchronous
+                        m1, m2, rsum, te2, te3, tv = _group_state(sm, _PART, lane, G, p1, p2,
+                                                                  pr, pe2, pe3, pv)
                         if active and lane == 0:
-                            m1, m2, rsum, te2, te3, tv = _group_state(sm, _PART, tid, G)
-                            # array rows: argmax, a fixed class or labels
-                            mode, yy, uu = row_target(ymode, yfix, labels, r, seed,
-                                                      row0 + r, n)
-                            (m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
-                             isbad) = row_stats_from(xr, n, m1, m2, rsum, te2, te3, tv,
-                                                     mode, yy, uu)
-                            if isbad:
-                                cuda.atomic.add(bad, 0, 1)
-                                cuda.atomic.min(bad, 1, r)
-                            store_stats(sm, rt, m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
-                                        isbad)
-                        # the next row's partial states overwrite rows _PART..
-                        cuda.syncthreads()
+                            sm[ST_M1, rt] = m1
+                            sm[ST_M2, rt] = m2
+                            sm[ST_R, rt] = rsum
+                            sm[ST_E2, rt] = te2
+                            sm[ST_E3, rt] = te3
+                            sm[ST_V, rt] = tv
                     cuda.syncthreads()
-                    # batched wrap-up: one tile row per thread
+                    # batched wrap-up, one tile row per thread: the target,
+                    # the bad-row rule, the observables
                     if tid < trows:
-                        lam = logobs(sm[ST_M1, tid], sm[ST_M2, tid], sm[ST_R, tid],
-                                     sm[ST_E2, tid], sm[ST_E3, tid], sm[ST_V, tid],
-                                     sm[ST_YTOP, tid] != 0.0, sm[ST_XY, tid], sm[ST_EY, tid])
-                        _store_vals(sm, tid, lam, sm[ST_BAD, tid] != 0.0)
+                        r = tbase + tid
+                        xr = x[r]
+                        mode, yy, uu = _array_target(ymode, yfix, labels, r)
+                        (m1, m2, rsum, te2, te3, tv, y_top, xy, ey,
+                         isbad) = row_stats_from(xr, n, sm[ST_M1, tid], sm[ST_M2, tid],
+                                                 sm[ST_R, tid], sm[ST_E2, tid], sm[ST_E3, tid],
+                                                 sm[ST_V, tid], mode, yy, uu)
+                        if isbad:
+                            cuda.atomic.add(bad, 0, 1)
+                            cuda.atomic.min(bad, 1, r)
+                        # logobs compiled once per branch, each without the
+                        # other target's formulas: 7 registers fewer
+                        if y_top:
+                            _store_vals(sm, tid, logobs(m1, m2, rsum, te2, te3, tv, True, xy, ey),
+                                        isbad)
+                        else:
+                            _store_vals(sm, tid, logobs(m1, m2, rsum, te2, te3, tv, False, xy,
+                                                        ey), isbad)
                 cuda.syncthreads()
                 # ---- 2. tile reduction by (row-block, channel, split) items
                 for it in range(tid, ni, TPB):
@@ -345,6 +428,87 @@ def _build_observe(TPB, G, GENERATED):
     return observe
 
 
+# e^-64 (float64): the softmax factor of float32 terms below e^-64
+_EXP_M64 = math.exp(-64.0)
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def _span32(x, cnt, m1, a, out, log):
+    """``_softmax_span`` of float32 rows: float32 arithmetic per element, the
+    row's numbers (S = 1 + a, log1p(a)) in float64 once.
+
+    softmax: d = x_i - m1 is split exactly into d + err (Knuth's TwoSum: d
+    the float32 difference, |err| <= ulp(d)/2, so exp(x_i - m1) =
+    exp(d) (1 + err) to within err^2 / 2); e = ``vexp``(d), float32, 1 ulp
+    (``_kernels.vmath``, plain arithmetic, subnormal results included);
+    p_i = (e + e err) / S with 1/S rounded to float32 once.  Below d = -64 the
+    exponential is taken of d + 64 (exact: d is a multiple of ulp(d) and
+    |d + 64| < |d|) and e^-64 / S (a normal float32 for S < 1e10, rounded
+    once) is the factor, so every operation but the last stays normal and a
+    subnormal p_i is rounded once (d < -151 gives 0, as p_i < 2^-217 does).
+    Error: 1 ulp (exp) + 1/2 (e + e err; the dropped err^2 / 2 <= 2^-35 and
+    the rounding of e err, <= 2^-41 of e, are negligible) + 1/2 (1/S) + 1/2 (the product)
+    <= 3 ulp, i.e. <= 3 * 2^-23 = 3.6e-7 relative where p_i is normal, within
+    1 ulp of the correctly rounded p_i where it is subnormal; against the
+    CPU's float64 exp rounded once, <= 3.5 ulp apart.  Without the split,
+    rounding d would cost up to |d| 2^-24 relative: 6e-6 at d = -100, over
+    the float32 target.
+
+    log_softmax: (x_i - m1) - log1p(a) with both terms <= 0 (no
+    cancellation): three roundings, <= 1.5 ulp."""
+    zero = np.float32(0.0)
+    m = np.float32(m1)
+    if log:
+        lpa = np.float32(math.log1p(a))
+        for i in range(cnt):
+            out[i] = (x[i] - m) - lpa
+        return
+    s = 1.0 + a
+    inv = np.float32(1.0 / s)
+    inv_low = np.float32(_EXP_M64 / s)
+    nm = -m
+    shift = np.float32(64.0)
+    low = np.float32(-64.0)
+    for i in range(cnt):
+        xi = x[i]
+        d = xi + nm
+        bb = d - xi
+        err = (xi - (d - bb)) + (nm - bb)
+        # -inf (or an overflowed difference): e = 0, err NaN
+        err = err if err == err else zero
+        lo = d < low
+        e = vexp(d + shift if lo else d)
+        out[i] = (e + e * err) * (inv_low if lo else inv)
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def _span64(x, cnt, m1, a, out, log):
+    """``_softmax_span`` of float64 rows: the CPU's own element loops."""
+    if log:
+        row_log_softmax(x, cnt, m1, math.log1p(a), out)
+    else:
+        row_softmax(x, cnt, m1, 1.0 + a, out)
+
+
+def _softmax_span(x, cnt, m1, a, out, log):
+    """out[i] = softmax (or, log True, log_softmax) of the cnt elements x[i]
+    of a row whose top is m1 (float64) and rest mass a (``rest_mass``):
+    float32 rows in float32 (``_span32``), float64 rows as on the CPU.
+    (This Python body is the simulator's; -inf logits make NaN in the
+    discarded TwoSum terms, silently as on a device.)"""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if x.dtype == np.float32:
+            _span32(x, cnt, m1, a, out, log)
+        else:
+            _span64(x, cnt, m1, a, out, log)
+
+
+@overload(_softmax_span, jit_options=dict(error_model="numpy", forceinline=True),
+          strict=False)
+def _ol_softmax_span(x, cnt, m1, a, out, log):
+    return _span32 if x.dtype == types.float32 else _span64
+
+
 @cuda.jit(device=True, **_JIT)
 def _softmax_row(xr, n, out, log):
     """One row, one thread: the CPU backend's ``softmax_rows`` body (NaN for a bad row)."""
@@ -353,12 +517,7 @@ def _softmax_row(xr, n, out, log):
         for i in range(n):
             out[i] = np.nan
         return
-    m1f = np.float64(m1)
-    a = rest_mass(m1, m2, rr)
-    if log:
-        row_log_softmax(xr, n, m1f, math.log1p(a), out)
-    else:
-        row_softmax(xr, n, m1f, 1.0 + a, out)
+    _softmax_span(xr, n, np.float64(m1), rest_mass(m1, m2, rr), out, log)
 
 
 def _build_softmax(TPB, G, LOG):
@@ -366,7 +525,8 @@ def _build_softmax(TPB, G, LOG):
 
     @cuda.jit(**_jit_opts())
     def softmax_kernel(x, out, n):
-        sm = cuda.shared.array((9, TPB), np.float64)
+        # the simulator's stand-in for the warp shuffles (unused on a device)
+        sm = cuda.shared.array((12, TPB), np.float64)
         tid = cuda.threadIdx.x
         bid = cuda.blockIdx.x
         grid = cuda.gridDim.x
@@ -386,27 +546,18 @@ def _build_softmax(TPB, G, LOG):
                 if active:
                     _softmax_row(xr, n, orow, LOG)
             else:
+                p1, p2, pr, pe2, pe3, pv = _share_state(xr, lane, G, cnt, active)
+                # every thread of the block: the merge is warp-synchronous,
+                # and leaves the row's state in each thread of its group
+                m1, m2, rsum, te2, te3, tv = _group_state(sm, 0, lane, G, p1, p2, pr, pe2,
+                                                          pe3, pv)
                 if active:
-                    _put_state(sm, 0, tid, row_state(xr[lane::G], cnt))
-                cuda.syncthreads()
-                if active and lane == 0:
-                    m1, m2, rsum, te2, te3, tv = _group_state(sm, 0, tid, G)
-                    sm[6, tid] = 1.0 if row_bad(m1, rsum, tv) else 0.0
-                    a = rest_mass(m1, m2, rsum)
-                    sm[7, tid] = math.log1p(a) if LOG else 1.0 + a
-                    sm[8, tid] = m1
-                cuda.syncthreads()
-                g0 = tid - lane
-                if active:
-                    if sm[6, g0] != 0.0:
+                    if row_bad(m1, rsum, tv):
                         for i in range(lane, n, G):
                             orow[i] = np.nan
-                    elif LOG:
-                        row_log_softmax(xr[lane::G], cnt, sm[8, g0], sm[7, g0], orow[lane::G])
                     else:
-                        row_softmax(xr[lane::G], cnt, sm[8, g0], sm[7, g0], orow[lane::G])
-                # the next round overwrites sm rows 0..8
-                cuda.syncthreads()
+                        _softmax_span(xr[lane::G], cnt, m1, rest_mass(m1, m2, rsum),
+                                      orow[lane::G], LOG)
 
     return softmax_kernel
 

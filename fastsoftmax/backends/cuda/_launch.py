@@ -13,12 +13,12 @@ from ..._inputs import (TARGET_LABELS, Rows, bad_row_error, collapse, compute_dt
 from ..._kernels.row import NOBS
 from ..._kernels.sketch import I_NEGINF, NTOT, window_start
 from ...accumulate import NCH, Accumulator
-from . import _settings
 from ._device import (_DeviceRows, _as_device, _is_device_array, _launch_copy4, _pad2, _view,
                       _wrap_like)
 from . import _kernels
 from ._kernels import SIMULATOR
-from ._geometry import _grid_cap, _launch_rows, _quiet, _tpb, group_size, tile_rows
+from ._geometry import (_grid_cap, _launch_rows, _quiet, _tpb, group_size, scratch_bytes,
+                        tile_rows)
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -80,7 +80,7 @@ class _Launcher:
         if generated:
             # one scratch per stream: kernels of the two streams may overlap
             per_block = tpb * (n + (q_len if gen == GEN_DOT_EXPLICIT else 0)) * self.dt.itemsize
-            grid = min(grid, max(1, _settings.SCRATCH_BYTES // 2 // per_block))
+            grid = min(grid, max(1, scratch_bytes(per_block) // 2 // per_block))
         self.grid = grid = max(1, grid)
         self.kernel = _kernels.get_kernel("observe", tpb, self.g, bool(generated))
         self.gen = gen

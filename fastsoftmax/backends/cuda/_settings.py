@@ -13,11 +13,21 @@ BLOCKS_PER_SM = 8
 MAX_GRID = None
 #: logits per kernel launch (the host folds a launch while the next one runs)
 LAUNCH_LOGITS = 1 << 29
-#: cap on the per-thread row scratch of generated rows (bytes)
+#: per-thread row scratch of generated rows, both streams (bytes): at least
+#: this much, and more where it would leave fewer than SCRATCH_BLOCKS_PER_SM
+#: blocks per multiprocessor (n = 16,384: a 128-thread block's scratch is
+#: 8 MiB in float32, 16 MiB in float64), up to SCRATCH_FRACTION of the
+#: device's memory (an H200: 2 blocks per SM up to n = 32,768 in float64)
 SCRATCH_BYTES = 1 << 31
-#: register cap per thread for the summary kernels (None: the compiler's
-#: choice; ``python bench/gpu_compile.py`` prints it per kernel variant with
-#: the resident blocks of 128 threads it allows: 4 at <= 128 registers, 3 above)
+SCRATCH_BLOCKS_PER_SM = 2
+SCRATCH_FRACTION = 0.125
+#: register cap per thread of every kernel (None: the compiler's choice).
+#: Measured by ``python bench/gpu_compile.py`` (which compiles with this
+#: setting): without a cap every summary kernel takes 120-128 registers on
+#: sm_90 and sm_80, so 4 blocks of 128 threads are resident per
+#: multiprocessor (above 128, 3), with no spill.  A cap of 128 is not set:
+#: with it ptxas spilled the generated rows' kernel on sm_80 (84 bytes),
+#: which takes 124 registers without one
 MAX_REGISTERS = None
 
 # Compile options of every kernel: the one place fast math is decided (see
