@@ -80,9 +80,9 @@ def phases(x, brows, gblk, mode, tiled, st_s, lam_s, val_s, mom, vmin, vmax, non
             if mode >= 2:
                 block_logobs(st, gn, lam_s[t])
             if mode >= 3:
-                block_reduce(lam_s[t], gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
-                             nonf[t], below[t], counts[t], carry[t], lo[t], hi[t], ninf[t],
-                             start)
+                block_reduce(lam_s[t], gn, brows, thr, val_s[t], mom[b0:],
+                             (vmin[t], vmax[t], nonf[t], below[t]),
+                             (counts[t], carry[t], lo[t], hi[t], ninf[t], start))
 
 
 def profile(n, rows, dt, scale, rounds):

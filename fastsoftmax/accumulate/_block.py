@@ -20,13 +20,14 @@ _I_BELOW_A_F = float(I_BELOW_A)
 
 
 @register_jitable(error_model="numpy")
-def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, carry, sk_lo,
-                 sk_hi, sk_ninf, sk_start):
+def block_reduce(lam, nr, brows, thr, val, mom, parts, sketch):
     """Reduce a group of consecutive blocks of ``brows`` rows, their per-row
     natural logs ``lam[k, :nr]`` (NaN for bad rows; the last block may be
     short), into each block's moments ``mom[j, c, 0:3]`` (block j of the
-    group) and into running per-thread min/max/infinite counts, threshold
-    counts and sketch counts.
+    group) and into a thread's running parts: ``parts`` = (vmin, vmax, nonf,
+    below), the min/max/infinite counts per channel and the counts below
+    each threshold ``thr``; ``sketch`` = (hist, carry, sk_lo, sk_hi, sk_ninf,
+    sk_start), the sketch's counts (below).
 
     ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed per
     block, in two passes (mean, then squared deviations) over the finite
@@ -43,6 +44,8 @@ def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, c
     values; region-B buckets (rare) need a log and are found in the scatter.
     """
     vector_width()
+    vmin, vmax, nonf, below = parts
+    hist, carry, sk_lo, sk_hi, sk_ninf, sk_start = sketch
     for k in range(NOBS):
         for r in range(nr):
             lk = lam[k, r]
