@@ -102,8 +102,14 @@ def _note_bad(bad, t, r):
         firstbad[t] = r
 
 
-def _build(source_key):
+def _build(source_key, tile_max_n):
+    """The CPU kernels, their cache keyed by ``source_key``; rows of length
+    n <= ``tile_max_n`` take the tile path.  With ``tile_max_n`` = 0 the
+    kernels hold no tile path at all: ``tile_on`` is a constant of the
+    closure, so numba prunes its branches before typing (the tile path's
+    typing and code generation are a large part of the first compile)."""
     jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
+    tile_on = tile_max_n > 0
 
     @njit(parallel=True, **jit)
     def observe_chunk(source, target, layout, scratch, parts, sketch, bad):
@@ -144,7 +150,7 @@ def _build(source_key):
         nblk = (nrows + brows - 1) // brows
         ngrp = (nblk + gblk - 1) // gblk
         flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
-        tiled = n <= TILE_MAX_N
+        tiled = n <= tile_max_n
         for t in prange(nth):
             vector_width()
             lam = lam_s[t]
@@ -161,7 +167,7 @@ def _build(source_key):
                 for b in range(b0, min(b0 + gblk, nblk)):
                     r0 = b * brows
                     nr = min(brows, nrows - r0)
-                    if tiled:
+                    if tile_on and tiled:       # (tile_on: pruned when off)
                         # short rows: 16 at a time, one per lane
                         if flat:
                             fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
@@ -222,10 +228,10 @@ def _build(source_key):
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
         """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r]); rows of
-        length n <= TILE_MAX_N by the tile path (the numbers summarize uses)."""
+        length n <= tile_max_n by the tile path (the numbers summarize uses)."""
         source_key  # noqa: B018
         nrows, n = x.shape
-        if n <= TILE_MAX_N:
+        if tile_on and n <= tile_max_n:
             for i in prange((nrows + G - 1) // G):
                 vector_width()
                 tb = np.empty((n, G), dtype=x.dtype)
@@ -267,7 +273,7 @@ def _build(source_key):
     return observe_chunk, observe_rows, softmax_rows
 
 
-observe_chunk, observe_rows, softmax_rows = _build(_source_key())
+observe_chunk, observe_rows, softmax_rows = _build(_source_key(), TILE_MAX_N)
 
 
 def threads() -> int:
