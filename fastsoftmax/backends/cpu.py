@@ -36,8 +36,8 @@ from .._kernels.features import KERNEL_VECTOR_WIDTH
 from .._kernels.gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
                        generated_row_error)
-from .._kernels.row import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
-                            rest_mass, row_log_softmax, row_softmax, row_stats, row_stats_into,
+from .._kernels.row import (INV_LN10, NOBS, NSTATS, block_observables, obs_row, rest_mass,
+                            row_log_softmax, row_softmax, row_stats, row_stats_into,
                             row_stats_into_ahead, row_target, store_stats, tile_load,
                             tile_row_stats, tile_sums)
 from .._kernels.rng import STREAM_LOGITS, fill_normals_rows
@@ -85,11 +85,10 @@ TILE_MAX_N = min(_config.TILE_MAX_N, FLAT_GEN_MAX_N)
 def _observe_one(stats, out, status, r):
     """Row r's values and log10s into out from its ``row_stats`` tuple."""
     m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = stats
-    lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
+    val, lam = obs_row(m1, m2, rr, e2, e3, v, y_top, xy, ey)
     for k in range(NOBS):
-        lk = np.nan if bad else lam[k]
-        out[k, r] = obs_value(lk)
-        out[NOBS + k, r] = obs_log10(lk)
+        out[k, r] = np.nan if bad else val[k]
+        out[NOBS + k, r] = np.nan if bad else lam[k] * INV_LN10
     status[r] = 1 if bad else 0
 
 
@@ -123,9 +122,9 @@ def _build(source_key, tile_max_n):
           yfix; 2: labels[r]; 3: uniform label; 4: sampled from softmax(x);
         * layout = (brows, gblk, thr): the block and group sizes, the
           thresholds;
-        * scratch = (buf_s, q_s, st_s, lam_s, val_s, tb_s, tm_s, td_s), per
-          thread (first axis): generated rows, the generator's scratch, a
-          group's row statistics, logs and values, the tile path's tile;
+        * scratch = (buf_s, q_s, st_s, val_s, tb_s, tm_s, td_s), per thread
+          (first axis): generated rows, the generator's scratch, a group's
+          row statistics and observables, the tile path's tile;
         * parts = (mom, vmin, vmax, nonf, below): mom[b] per block (chunk-local
           b), the others running per-thread accumulators (first axis =
           thread);
@@ -136,25 +135,25 @@ def _build(source_key, tile_max_n):
 
         Rows of length n <= TILE_MAX_N go 16 at a time through the tile path
         (``tile_load``, ``tile_sums``: one row per lane).  A group's rows are
-        wrapped up together (``block_logobs``, ``block_reduce``); each block
+        wrapped up together (``block_observables``, ``block_reduce``); each block
         keeps its moments, so the grouping and the threads change no bit.
         """
         source_key  # noqa: B018  (part of the cache key)
         x, gen, params, seed, row0, nrows, n = source
         labels, ymode, yfix = target
         brows, gblk, thr = layout
-        buf_s, q_s, st_s, lam_s, val_s, tb_s, tm_s, td_s = scratch
+        buf_s, q_s, st_s, val_s, tb_s, tm_s, td_s = scratch
         mom, vmin, vmax, nonf, below = parts
         hist, sk_carry, sk_lo, sk_hi, sk_ninf, sk_start = sketch
-        nth = lam_s.shape[0]
+        nth = st_s.shape[0]
         nblk = (nrows + brows - 1) // brows
         ngrp = (nblk + gblk - 1) // gblk
         flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
         tiled = n <= tile_max_n
         for t in prange(nth):
             vector_width()
-            lam = lam_s[t]
             st = st_s[t]
+            val = val_s[t]
             buf = buf_s[t]
             qbuf = q_s[t]
             tb = tb_s[t]
@@ -220,8 +219,8 @@ def _build(source_key, tile_max_n):
                             isbad = row_stats_into(xr, n, mode, y, u, st, r - g0)
                         if isbad:
                             _note_bad(bad, t, r)
-                block_logobs(st, gn, lam)
-                block_reduce(lam, gn, brows, thr, val_s[t], mom[b0:],
+                block_observables(st, gn, val)
+                block_reduce(val, gn, brows, thr, mom[b0:],
                              (vmin[t], vmax[t], nonf[t], below[t]),
                              (hist[t], sk_carry[t], sk_lo[t], sk_hi[t], sk_ninf[t], sk_start))
 
@@ -340,7 +339,6 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None, n=1):
             q_s=np.zeros((nth, q_len), dtype=dtype),
             # a group's rows (``grows``: gblk blocks) for the wrap-up
             st_s=np.empty((nth, NSTATS, grows)),
-            lam_s=np.empty((nth, NOBS, grows)),
             val_s=np.empty((nth, NCH + 1, grows)),
             vmin=np.empty((nth, NCH)),
             vmax=np.empty((nth, NCH)),
@@ -436,8 +434,7 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     counted = 0                 # rows in the sketch scratch since it was last handed over
     # observe_chunk's argument groups (its docstring) that stay the same every chunk
     layout = (brows, gblk, thr)
-    scr = tuple(sc[k] for k in ("buf_s", "q_s", "st_s", "lam_s", "val_s", "tb_s", "tm_s",
-                                "td_s"))
+    scr = tuple(sc[k] for k in ("buf_s", "q_s", "st_s", "val_s", "tb_s", "tm_s", "td_s"))
     parts = (mom, sc["vmin"], sc["vmax"], sc["nonf"], sc["below"])
     skt = (sk["counts"], sk["carry"], sk["lo"], sk["hi"], sk["ninf"], sk["start"])
     bad = (sc["nbad"], sc["firstbad"])
