@@ -13,8 +13,8 @@ tile (``tile_load``); + the top two and the four sums (``tile_sums``,
 + the exp pass (R, E2, E3, V in 16 lanes, prefetching the next row).  Rows
 of length n >= STREAM_MIN_N (the one-pass path, ``_kernels.stream``): the
 one pass, chunk by chunk (each chunk's top two, then its sums, merged).
-Then, for all: + the wrap-up (``block_logobs``: the observables' logs); +
-the block reduction (``block_reduce``: values, moments, thresholds,
+Then, for all: + the wrap-up (``block_observables``: the observables' values
+and logs); + the block reduction (``block_reduce``: moments, thresholds,
 sketch); then the whole ``summarize`` (with the path it is set to).  Where
 n <= TILE_BOUND or n >= STREAM_MIN_N the row-at-a-time path's phases run
 too, interleaved (``row path``), so the two paths' ratio is a paired
@@ -35,9 +35,9 @@ from ceiling import exp_sum, exp_sum_default, interleaved  # noqa: E402
 from fastsoftmax import _config  # noqa: E402
 from fastsoftmax._kernels import features as _cpu  # noqa: E402
 from fastsoftmax._config import FASTMATH  # noqa: E402
-from fastsoftmax._kernels.row import (NOBS, NSTATS, block_logobs, row_stats_into_ahead,  # noqa: E402
-                                     row_top2, store_stats, tile_load, tile_row_stats,
-                                     tile_sums)
+from fastsoftmax._kernels.row import (NOBS, NSTATS, block_observables,  # noqa: E402
+                                     row_stats_into_ahead, row_top2, store_stats, tile_load,
+                                     tile_row_stats, tile_sums)
 from fastsoftmax._kernels.simd import G, row_view, vector_width  # noqa: E402
 from fastsoftmax._kernels.stream import STREAM_MIN_N, stream_stats_into  # noqa: E402
 from fastsoftmax._kernels.sketch import new_scratch  # noqa: E402
@@ -45,8 +45,8 @@ from fastsoftmax.accumulate import NCH, block_reduce  # noqa: E402
 
 
 @njit(parallel=True, fastmath=FASTMATH, error_model="numpy")
-def phases(x, brows, gblk, mode, tiled, streamed, st_s, lam_s, val_s, mom, vmin, vmax, nonf,
-           below, thr, counts, carry, lo, hi, ninf, start, tb_s, tm_s, td_s):
+def phases(x, brows, gblk, mode, tiled, streamed, st_s, val_s, mom, vmin, vmax, nonf, below,
+           thr, counts, carry, lo, hi, ninf, start, tb_s, tm_s, td_s):
     rows, n = x.shape
     nth = st_s.shape[0]
     nblk = rows // brows
@@ -87,11 +87,11 @@ def phases(x, brows, gblk, mode, tiled, streamed, st_s, lam_s, val_s, mom, vmin,
                     ahead = row_view(x, r + 1 if r + 1 < rows else r)
                     row_stats_into_ahead(xr, n, 0, 0, 0.5, st, i, ahead)
             if mode + first >= 2:
-                block_logobs(st, gn, lam_s[t])
+                block_observables(st, gn, val_s[t])
             if mode + first >= 3:
-                block_reduce(lam_s[t], gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
-                             nonf[t], below[t], counts[t], carry[t], lo[t], hi[t], ninf[t],
-                             start)
+                block_reduce(val_s[t], gn, brows, thr, mom[b0:],
+                             (vmin[t], vmax[t], nonf[t], below[t]),
+                             (counts[t], carry[t], lo[t], hi[t], ninf[t], start))
 
 
 def profile(n, rows, dt, scale, rounds):
@@ -104,7 +104,7 @@ def profile(n, rows, dt, scale, rounds):
     sk = new_scratch(nth, NOBS, dt)
     g = gblk * brows
     tn = n if n <= _config.TILE_BOUND else 1
-    a = dict(st_s=np.zeros((nth, NSTATS, g)), lam_s=np.zeros((nth, NOBS, g)),
+    a = dict(st_s=np.zeros((nth, NSTATS, g)),
              tb_s=np.zeros((nth, tn, G), dt), tm_s=np.zeros((nth, 2, G), dt),
              td_s=np.zeros((nth, 4, G)),
              val_s=np.zeros((nth, NCH + 1, g)), mom=np.zeros((rows // brows, NCH, 3)),
@@ -115,8 +115,8 @@ def profile(n, rows, dt, scale, rounds):
     c = {"exp+sum ceiling": lambda: exp_sum(x),
          "exp+sum ceiling (default width)": lambda: exp_sum_default(x)}
     tiled = n <= _config.TILE_BOUND
-    names = ["top-2 pass", "+ exp pass (R, E2, E3, V)", "+ wrap-up (block_logobs)",
-             "+ block reduction (values, moments, thresholds, sketch)"]
+    names = ["top-2 pass", "+ exp pass (R, E2, E3, V)", "+ wrap-up (block_observables)",
+             "+ block reduction (moments, thresholds, sketch)"]
     tnames = ["tile transposition", "+ top two and sums across the lanes"] + names[2:]
     streamed = n >= STREAM_MIN_N
     snames = ["one pass (chunk by chunk: top two, then the sums)"] + names[2:]

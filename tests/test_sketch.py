@@ -290,7 +290,8 @@ def test_chunks_capped_at_the_scratch_capacity(monkeypatch):
     once = fs.summarize(x).to_dict()
     calls = []
     real = cpu.observe_chunk
-    monkeypatch.setattr(cpu, "observe_chunk", lambda *a: calls.append(a[5]) or real(*a))
+    # the first argument group is (x, gen, params, seed, row0, nrows, n)
+    monkeypatch.setattr(cpu, "observe_chunk", lambda *a: calls.append(a[0][5]) or real(*a))
     monkeypatch.setattr(cpu, "SCRATCH_MAX_COUNT", 1024)
     monkeypatch.setattr(cpu, "_SKETCH_FLUSH_ROWS", 1024)
     assert fs.summarize(x).to_dict() == once

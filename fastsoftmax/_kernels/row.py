@@ -46,6 +46,9 @@ whichever of the tied indices y is, so no argmax index is ever needed.
 n = 1 (or a single finite logit) is handled exactly: every Jacobian
 observable is 0 (log = -inf).
 
+The values (``finish``): computed from the same quantities, not as
+exp(log), where that is exact to a few ulps.
+
 Negligible terms and subnormals
 -------------------------------
 A term with x_i - m2 below the floor (-29 in float32, -236 in float64) is
@@ -98,7 +101,10 @@ from .. import registries as _reg
 from ..registries import TARGET_ARGMAX, TARGET_LABELS, TARGET_RANDOM, TARGET_SAMPLED
 from .rng import STREAM_LABEL, STREAM_SAMPLED, uniform, uniform_int
 from .simd import G, vector_width
-from .vmath import fmax, vexp, vexp_normal, vlog
+from .vmath import fmax, vexp_normal
+# the wrap-up (logs and values of the observables from a row's numbers)
+from .finish import (INV_LN10, block_observables, logobs, obs_log10, obs_row,  # noqa: F401
+                     obs_value)
 
 # the observables' names and indices, from their records (registries)
 OBS_NAMES = tuple(o.name for o in _reg.OBSERVABLES)
@@ -113,8 +119,6 @@ CE_LOSS = _reg.CE_LOSS.index
 CE_GRAD_NORM = _reg.CE_GRAD_NORM.index
 CE_GRAD_TARGET = _reg.CE_GRAD_TARGET.index
 
-INV_LN10 = 1.0 / math.log(10.0)
-LOG_SQRT2 = 0.5 * math.log(2.0)
 # exponent floors (module docstring): x_i - m2 below them counts as an exact
 # 0; at them e^3 is still a normal float (float32: e^-87 > 1.18e-38;
 # float64: e^-708 > 2.2e-308) and exp() needs no range clamp.
@@ -409,76 +413,6 @@ def tile_row_stats(x, n, M, D, l, ymode, y, u):
                           D[3, l], ymode, y, u)
 
 
-@strict
-def vlog1p(a):
-    """log1p(a), a > -1, from the vectorized log: log(u) - ((u - 1) - a) / u
-    with u = 1 + a (the correction restores the bits of a lost in u; equals a
-    exactly when u rounds to 1).  Strict: reassociation would cancel it."""
-    u = 1.0 + a
-    return vlog(u) - ((u - 1.0) - a) / u
-
-
-@strict
-def logobs(m1, m2, r, e2, e3, v, y_top, xy, ey):
-    """Natural logs of the observables (module docstring), as a tuple in
-    OBS_NAMES order.  Branch-free (flat selects, vectorized exp/log), so a
-    loop over the rows of a block vectorizes.
-
-    m1, m2, xy are float64; ey = exp(x_y - m2) (unused when y_top).
-    m2 == -inf means a single finite logit: p = e_top exactly.
-    """
-    ninf = -np.inf
-    single = not (m2 > ninf)
-    g = 0.0 if single else m1 - m2
-    r = 1.0 if single else r
-    e2 = 1.0 if single else e2
-    e3 = 1.0 if single else e3
-    v = 0.0 if single else v
-    t = vexp(-g)
-    a = t * r
-    s = 1.0 + a
-    l1pa = vlog1p(a)
-    logr = vlog(r)
-    # L(a) = log1p(a)/a, L(0) = 1 (a underflowed)
-    la = l1pa / a if a > 0.0 else 1.0
-    logq = -g + logr - l1pa
-    lam_maxp = -l1pa
-    lam_q = logq
-    lam_ent = -g + vlog(r * la + (g * r + v) / s)
-    lam_jd = logq - l1pa
-    lam_jo = -g - 2.0 * l1pa
-    dd = e2 - 2.0 * t * e3 / s
-    dd = dd if dd > 0.0 else 0.0
-    te = t * e2 / s
-    lam_fro = -g - l1pa + 0.5 * vlog((r * r + 2.0 * e2) / (s * s) + dd + te * te)
-    # target y on top
-    ce_t = -g + logr + vlog(la)
-    gn_t = -g - l1pa + 0.5 * vlog(e2 + r * r)
-    # target y elsewhere
-    rest_y = r - ey
-    rest_y = rest_y if rest_y > 0.0 else 0.0
-    ey2 = e2 - ey * ey
-    ey2 = ey2 if ey2 > 0.0 else 0.0
-    c = 1.0 + t * rest_y
-    ce_o = vlog(l1pa + (m1 - xy))
-    gt_o = vlog1p(t * rest_y) - l1pa
-    gn_o = 0.5 * vlog(1.0 + t * t * ey2 + c * c) - l1pa
-    lam_ce = ce_t if y_top else ce_o
-    lam_gt = logq if y_top else gt_o
-    lam_gn = gn_t if y_top else gn_o
-    if single:
-        lam_maxp = 0.0
-        lam_q = ninf
-        lam_ent = ninf
-        lam_jd = ninf
-        lam_jo = ninf
-        lam_fro = ninf
-        lam_ce = ninf if y_top else np.inf
-        lam_gt = ninf if y_top else 0.0
-        lam_gn = ninf if y_top else LOG_SQRT2
-    return (lam_maxp, lam_q, lam_ent, lam_jd, lam_jo, lam_fro, lam_ce, lam_gn, lam_gt)
-
-
 @hot
 def row_target_exp(x, m2, y):
     """exp(x_y - m2) in the dtype of x, as ``row_sums`` computes it (0 below
@@ -524,17 +458,6 @@ def row_softmax(x, n, m1, s, out):
     for i in range(n):
         d = np.float64(x[i]) - m1
         out[i] = math.exp(d) * inv
-
-
-@strict
-def obs_value(lam):
-    """An observable's value from its natural log (the one place it's done)."""
-    return vexp(lam)
-
-
-@strict
-def obs_log10(lam):
-    return lam * INV_LN10
 
 
 @hot
@@ -627,7 +550,7 @@ def row_stats_into_ahead(x, n, ymode, y, u, st, i, ahead):
 @hot
 def store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad):
     """The layout of a block's row statistics (NSTATS rows, one column per
-    row), read back by ``block_logobs``.  Returns bad."""
+    row), read back by ``block_observables``.  Returns bad."""
     st[0, i] = m1
     st[1, i] = m2
     st[2, i] = r
@@ -639,41 +562,6 @@ def store_stats(st, i, m1, m2, r, e2, e3, v, y_top, xy, ey, bad):
     st[8, i] = ey
     st[9, i] = 1.0 if bad else 0.0
     return bad
-
-
-@strict
-def block_logobs(st, nr, lam):
-    """``logobs`` for the nr rows of a block (columns of st) into lam[k, i]:
-    the per-row wrap-up batched across rows, a loop that vectorizes.  When
-    every target is on top (argmax), the loop is compiled with y_top = True
-    and skips the other target's formulas (the same numbers)."""
-    vector_width()
-    ntop = 0
-    for i in range(nr):
-        ntop += 1 if st[6, i] != 0.0 else 0
-    if ntop == nr:
-        _block_logobs(st, nr, lam, True)
-    else:
-        _block_logobs(st, nr, lam, False)
-
-
-@strict
-def _block_logobs(st, nr, lam, all_top):
-    vector_width()
-    for i in range(nr):
-        y_top = True if all_top else st[6, i] != 0.0
-        o = logobs(st[0, i], st[1, i], st[2, i], st[3, i], st[4, i], st[5, i],
-                   y_top, st[7, i], st[8, i])
-        bad = st[9, i] != 0.0
-        lam[0, i] = np.nan if bad else o[0]
-        lam[1, i] = np.nan if bad else o[1]
-        lam[2, i] = np.nan if bad else o[2]
-        lam[3, i] = np.nan if bad else o[3]
-        lam[4, i] = np.nan if bad else o[4]
-        lam[5, i] = np.nan if bad else o[5]
-        lam[6, i] = np.nan if bad else o[6]
-        lam[7, i] = np.nan if bad else o[7]
-        lam[8, i] = np.nan if bad else o[8]
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ sketch counts, the arrays the backends then hand to an accumulator's parts.
 import numpy as np
 from numba.extending import register_jitable
 
-from .._kernels.row import NOBS, obs_log10, obs_value
+from .._kernels.row import NOBS
 from .._kernels.simd import chan_ss, chan_stats, vector_width
 from .._kernels.sketch import I_BELOW_A, I_NEGINF, bucket_below, bucket_fast, scatter_one
 from .._kernels.vmath import fmax, fmin
@@ -20,16 +20,19 @@ _I_BELOW_A_F = float(I_BELOW_A)
 
 
 @register_jitable(error_model="numpy")
-def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, carry, sk_lo,
-                 sk_hi, sk_ninf, sk_start):
+def block_reduce(val, nr, brows, thr, mom, parts, sketch):
     """Reduce a group of consecutive blocks of ``brows`` rows, their per-row
-    natural logs ``lam[k, :nr]`` (NaN for bad rows; the last block may be
-    short), into each block's moments ``mom[j, c, 0:3]`` (block j of the
-    group) and into running per-thread min/max/infinite counts, threshold
-    counts and sketch counts.
+    observables ``val[c, :nr]`` (channel c: value of observable c < NOBS,
+    log10 of observable c - NOBS; NaN for bad rows; the last block may be
+    short; ``_kernels.row.block_observables`` fills them), into each block's
+    moments ``mom[j, c, 0:3]`` (block j of the group) and into a thread's
+    running parts: ``parts`` = (vmin, vmax, nonf, below), the min/max/infinite
+    counts per channel and the counts below each threshold ``thr``;
+    ``sketch`` = (hist, carry, sk_lo, sk_hi, sk_ninf, sk_start), the sketch's
+    counts (below).
 
-    ``val`` is scratch of shape (NCH + 1, >= nr).  Moments are computed per
-    block, in two passes (mean, then squared deviations) over the finite
+    ``val`` has shape (NCH + 1, >= nr); its row NCH is scratch.  Moments are
+    computed per block, in two passes (mean, then squared deviations) over the finite
     values, rows in 16 float64 lanes folded by a fixed tree
     (``_simd.chan_stats`` / ``chan_ss``): the order is the code's, the same
     bits on every CPU and whatever the grouping.  Counts are integers;
@@ -43,11 +46,8 @@ def block_reduce(lam, nr, brows, thr, val, mom, vmin, vmax, nonf, below, hist, c
     values; region-B buckets (rare) need a log and are found in the scatter.
     """
     vector_width()
-    for k in range(NOBS):
-        for r in range(nr):
-            lk = lam[k, r]
-            val[k, r] = obs_value(lk)
-            val[NOBS + k, r] = obs_log10(lk)
+    vmin, vmax, nonf, below = parts
+    hist, carry, sk_lo, sk_hi, sk_ninf, sk_start = sketch
     nb = (nr + brows - 1) // brows
     for c in range(NCH):
         for j in range(nb):

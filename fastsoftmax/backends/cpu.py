@@ -36,8 +36,8 @@ from .._kernels.features import KERNEL_VECTOR_WIDTH
 from .._kernels.gen import GEN_AFFINE, GEN_ROWS, model_row
 from .._inputs import (TARGET_LABELS, Rows, as_float_array, bad_row_error, compute_dtype,
                        generated_row_error)
-from .._kernels.row import (NOBS, NSTATS, block_logobs, logobs, obs_log10, obs_value,
-                            rest_mass, row_log_softmax, row_softmax, row_stats, row_stats_into,
+from .._kernels.row import (INV_LN10, NOBS, NSTATS, block_observables, obs_row, rest_mass,
+                            row_log_softmax, row_softmax, row_stats, row_stats_into,
                             row_stats_into_ahead, row_target, store_stats, tile_load,
                             tile_row_stats, tile_sums)
 from .._kernels.rng import STREAM_LOGITS, fill_normals_rows
@@ -82,47 +82,78 @@ TILE_MAX_N = min(_config.TILE_MAX_N, FLAT_GEN_MAX_N)
 
 
 @register_jitable(forceinline=True)
-def _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r):
-    lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
+def _observe_one(stats, out, status, r):
+    """Row r's values and log10s into out from its ``row_stats`` tuple."""
+    m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = stats
+    val, lam = obs_row(m1, m2, rr, e2, e3, v, y_top, xy, ey)
     for k in range(NOBS):
-        lk = np.nan if bad else lam[k]
-        out[k, r] = obs_value(lk)
-        out[NOBS + k, r] = obs_log10(lk)
+        out[k, r] = np.nan if bad else val[k]
+        out[NOBS + k, r] = np.nan if bad else lam[k] * INV_LN10
     status[r] = 1 if bad else 0
 
 
-def _build(source_key):
+@register_jitable(forceinline=True)
+def _note_bad(bad, t, r):
+    """Count a bad row r (chunk index) for thread t, keeping the first."""
+    nbad, firstbad = bad
+    nbad[t] += 1
+    if firstbad[t] < 0 or r < firstbad[t]:
+        firstbad[t] = r
+
+
+def _build(source_key, tile_max_n):
+    """The CPU kernels, their cache keyed by ``source_key``; rows of length
+    n <= ``tile_max_n`` take the tile path.  With ``tile_max_n`` = 0 the
+    kernels hold no tile path at all: ``tile_on`` is a constant of the
+    closure, so numba prunes its branches before typing (the tile path's
+    typing and code generation are a large part of the first compile)."""
     jit = dict(cache=True, nogil=True, fastmath=FASTMATH)
+    tile_on = tile_max_n > 0
 
     @njit(parallel=True, **jit)
-    def observe_chunk(x, gen, params, seed, row0, nrows, n, labels, ymode, yfix, brows, gblk,
-                      thr, buf_s, q_s, st_s, lam_s, val_s, mom, vmin, vmax, nonf, below, hist,
-                      sk_carry, sk_lo, sk_hi, sk_ninf, sk_start, nbad, firstbad, tb_s, tm_s,
-                      td_s):
+    def observe_chunk(source, target, layout, scratch, parts, sketch, bad):
         """Summarise ``nrows`` rows in blocks of ``brows``, ``gblk`` blocks
-        (a group) at a time.
+        (a group) at a time.  The arguments come in groups (tuples, built by
+        ``_run``):
 
-        Rows are x[r] (gen = GEN_ROWS) or drawn by ``model_row`` for global row
-        row0 + r.  ymode 0: argmax target; 1: class yfix; 2: labels[r];
-        3: uniform label; 4: sampled from softmax(x).
-        Outputs: mom[b] per block (chunk-local b); running per-thread
-        accumulators (first axis = thread); nbad/firstbad per thread (row
-        index within the chunk).  Rows of length n <= TILE_MAX_N go 16 at a
-        time through the tile path (``tile_load``, ``tile_sums``: one row
-        per lane; tb_s, tm_s, td_s its per-thread scratch).  A group's rows are wrapped up together
-        (``block_logobs``, ``block_reduce``); each block keeps its moments, so
-        the grouping and the threads change no bit.
+        * source = (x, gen, params, seed, row0, nrows, n): rows x[r]
+          (gen = GEN_ROWS) or drawn by ``model_row`` for global row row0 + r;
+        * target = (labels, ymode, yfix): ymode 0: argmax target; 1: class
+          yfix; 2: labels[r]; 3: uniform label; 4: sampled from softmax(x);
+        * layout = (brows, gblk, thr): the block and group sizes, the
+          thresholds;
+        * scratch = (buf_s, q_s, st_s, val_s, tb_s, tm_s, td_s), per thread
+          (first axis): generated rows, the generator's scratch, a group's
+          row statistics and observables, the tile path's tile;
+        * parts = (mom, vmin, vmax, nonf, below): mom[b] per block (chunk-local
+          b), the others running per-thread accumulators (first axis =
+          thread);
+        * sketch = (hist, carry, lo, hi, ninf, start): the sketch's scratch
+          counts, per thread but ``start``;
+        * bad = (nbad, firstbad): per thread, bad rows counted and the first
+          one (row index within the chunk).
+
+        Rows of length n <= TILE_MAX_N go 16 at a time through the tile path
+        (``tile_load``, ``tile_sums``: one row per lane).  A group's rows are
+        wrapped up together (``block_observables``, ``block_reduce``); each block
+        keeps its moments, so the grouping and the threads change no bit.
         """
         source_key  # noqa: B018  (part of the cache key)
-        nth = lam_s.shape[0]
+        x, gen, params, seed, row0, nrows, n = source
+        labels, ymode, yfix = target
+        brows, gblk, thr = layout
+        buf_s, q_s, st_s, val_s, tb_s, tm_s, td_s = scratch
+        mom, vmin, vmax, nonf, below = parts
+        hist, sk_carry, sk_lo, sk_hi, sk_ninf, sk_start = sketch
+        nth = st_s.shape[0]
         nblk = (nrows + brows - 1) // brows
         ngrp = (nblk + gblk - 1) // gblk
         flat = gen == GEN_AFFINE and n % 4 == 0 and n <= FLAT_GEN_MAX_N
-        tiled = n <= TILE_MAX_N
+        tiled = n <= tile_max_n
         for t in prange(nth):
             vector_width()
-            lam = lam_s[t]
             st = st_s[t]
+            val = val_s[t]
             buf = buf_s[t]
             qbuf = q_s[t]
             tb = tb_s[t]
@@ -135,7 +166,7 @@ def _build(source_key):
                 for b in range(b0, min(b0 + gblk, nblk)):
                     r0 = b * brows
                     nr = min(brows, nrows - r0)
-                    if tiled:
+                    if tile_on and tiled:       # (tile_on: pruned when off)
                         # short rows: 16 at a time, one per lane
                         if flat:
                             fill_normals_rows(buf, nr, n, seed, row0 + r0, STREAM_LOGITS,
@@ -160,9 +191,7 @@ def _build(source_key):
                                 store_stats(st, r - g0, m1, m2, rr, e2, e3, v, y_top, xy, ey,
                                             isbad)
                                 if isbad:
-                                    nbad[t] += 1
-                                    if firstbad[t] < 0 or r < firstbad[t]:
-                                        firstbad[t] = r
+                                    _note_bad(bad, t, r)
                         continue
                     if flat:
                         # short rows: the whole block's rows in one loop (the
@@ -189,21 +218,19 @@ def _build(source_key):
                         else:
                             isbad = row_stats_into(xr, n, mode, y, u, st, r - g0)
                         if isbad:
-                            nbad[t] += 1
-                            if firstbad[t] < 0 or r < firstbad[t]:
-                                firstbad[t] = r
-                block_logobs(st, gn, lam)
-                block_reduce(lam, gn, brows, thr, val_s[t], mom[b0:], vmin[t], vmax[t],
-                             nonf[t], below[t], hist[t], sk_carry[t], sk_lo[t], sk_hi[t],
-                             sk_ninf[t], sk_start)
+                            _note_bad(bad, t, r)
+                block_observables(st, gn, val)
+                block_reduce(val, gn, brows, thr, mom[b0:],
+                             (vmin[t], vmax[t], nonf[t], below[t]),
+                             (hist[t], sk_carry[t], sk_lo[t], sk_hi[t], sk_ninf[t], sk_start))
 
     @njit(parallel=True, **jit)
     def observe_rows(x, labels, ymode, yfix, out, status):
         """Per-row values (out[:NOBS, r]) and log10 (out[NOBS:, r]); rows of
-        length n <= TILE_MAX_N by the tile path (the numbers summarize uses)."""
+        length n <= tile_max_n by the tile path (the numbers summarize uses)."""
         source_key  # noqa: B018
         nrows, n = x.shape
-        if n <= TILE_MAX_N:
+        if tile_on and n <= tile_max_n:
             for i in prange((nrows + G - 1) // G):
                 vector_width()
                 tb = np.empty((n, G), dtype=x.dtype)
@@ -216,15 +243,13 @@ def _build(source_key):
                 for l in range(k):
                     r = r0 + l
                     mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
-                    m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = tile_row_stats(
-                        row_view(x, r), n, tm, td, l, mode, y, u)
-                    _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r)
+                    _observe_one(tile_row_stats(row_view(x, r), n, tm, td, l, mode, y, u),
+                                 out, status, r)
             return
         for r in prange(nrows):
             vector_width()
             mode, y, u = row_target(ymode, yfix, labels, r, 0, r, n)
-            m1, m2, rr, e2, e3, v, y_top, xy, ey, bad = row_stats(row_view(x, r), n, mode, y, u)
-            _observe_one(m1, m2, rr, e2, e3, v, y_top, xy, ey, bad, out, status, r)
+            _observe_one(row_stats(row_view(x, r), n, mode, y, u), out, status, r)
 
     @njit(parallel=True, **jit)
     def softmax_rows(x, out, log, status):
@@ -247,7 +272,7 @@ def _build(source_key):
     return observe_chunk, observe_rows, softmax_rows
 
 
-observe_chunk, observe_rows, softmax_rows = _build(_source_key())
+observe_chunk, observe_rows, softmax_rows = _build(_source_key(), TILE_MAX_N)
 
 
 def threads() -> int:
@@ -314,7 +339,6 @@ def scratch(brows, nth, thresholds, dtype, buf_len=1, q_len=1, grows=None, n=1):
             q_s=np.zeros((nth, q_len), dtype=dtype),
             # a group's rows (``grows``: gblk blocks) for the wrap-up
             st_s=np.empty((nth, NSTATS, grows)),
-            lam_s=np.empty((nth, NOBS, grows)),
             val_s=np.empty((nth, NCH + 1, grows)),
             vmin=np.empty((nth, NCH)),
             vmax=np.empty((nth, NCH)),
@@ -408,6 +432,12 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
     dummy_labels = np.zeros(1, dtype=np.int64)
     params = np.zeros(3) if params is None else params
     counted = 0                 # rows in the sketch scratch since it was last handed over
+    # observe_chunk's argument groups (its docstring) that stay the same every chunk
+    layout = (brows, gblk, thr)
+    scr = tuple(sc[k] for k in ("buf_s", "q_s", "st_s", "val_s", "tb_s", "tm_s", "td_s"))
+    parts = (mom, sc["vmin"], sc["vmax"], sc["nonf"], sc["below"])
+    skt = (sk["counts"], sk["carry"], sk["lo"], sk["hi"], sk["ninf"], sk["start"])
+    bad = (sc["nbad"], sc["firstbad"])
     try:
         with guard(), numba_threads(nth):
             for r0 in range(0, nrows, step):
@@ -416,12 +446,8 @@ def _run(nrows, n, cdt, thr, *, rows=None, gen=GEN_ROWS, params=None, seed=0, ro
                 lab = labels[r0:r1] if labels is not None else dummy_labels
                 sc["firstbad"][:] = -1
                 nbad0 = int(sc["nbad"].sum())
-                observe_chunk(xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n, lab,
-                              tmode, yfix, brows, gblk, thr, sc["buf_s"], sc["q_s"], sc["st_s"],
-                              sc["lam_s"], sc["val_s"], mom, sc["vmin"], sc["vmax"],
-                              sc["nonf"], sc["below"], sk["counts"], sk["carry"], sk["lo"], sk["hi"],
-                              sk["ninf"], sk["start"], sc["nbad"], sc["firstbad"], sc["tb_s"],
-                              sc["tm_s"], sc["td_s"])
+                observe_chunk((xc, gen, params, np.uint64(seed), row0 + r0, r1 - r0, n),
+                              (lab, tmode, yfix), layout, scr, parts, skt, bad)
                 # the sketch's counts are handed over once a call, or before
                 # a bucket could hold more than SCRATCH_MAX_COUNT rows
                 counted += r1 - r0
