@@ -7,9 +7,13 @@
   incompatible merge raises naming the mismatch; the dict form round-trips
   through JSON.
 * The sketch's mapping (bucket geometry) apart from its store (the counts).
-* The JSON of summaries of fixed inputs is byte for byte that of 0.2.0
-  (digests and a few whole texts in tests/data/accumulator-0.2.0.json,
-  written by 0.2.0's code), and 0.2.0's text reads back to the same text.
+* The JSON of summaries of fixed inputs is byte for byte that of 0.3.0
+  (digests and a few whole texts in tests/data/accumulator-0.3.0.json,
+  written by ``python tests/test_accumulate.py --write``); it differs from
+  0.2.0's (tests/data/accumulator-0.2.0.json) only where 0.3.0 takes the
+  observables' values from the row's numbers instead of exp(log): the
+  values' min, max and moments, within 1e-14 relative; and 0.2.0's text
+  reads back to the same text.
 """
 import copy
 import hashlib
@@ -293,8 +297,7 @@ def test_store_is_canonical_whatever_the_order_of_additions():
 def test_mapping_is_the_0_2_0_geometry():
     m = _sketch.MAPPING
     assert m == _sketch.BucketMapping() and hash(m) == hash(_sketch.BucketMapping())
-    with open(os.path.join(REPO, "tests", "data", "accumulator-0.2.0.json")) as f:
-        old = json.loads(json.loads(f.read())["accumulator"]["empty"])["sketch"]["layout"]
+    old = json.loads(_golden(GOLDEN_0_2_0)["accumulator"]["empty"])["sketch"]["layout"]
     assert m.to_dict() == old
     assert m.key(-np.inf) == m.i_neginf == _sketch.I_NEGINF
     assert m.key(np.inf) == m.i_posinf == m.ntot - 1 == _sketch.NTOT - 1
@@ -381,26 +384,90 @@ def golden_summaries():
     return out
 
 
-def _golden():
-    with open(os.path.join(REPO, "tests", "data", "accumulator-0.2.0.json")) as f:
+GOLDEN = os.path.join(REPO, "tests", "data", "accumulator-0.3.0.json")
+GOLDEN_0_2_0 = os.path.join(REPO, "tests", "data", "accumulator-0.2.0.json")
+# the whole texts kept beside the digests (one of each kind of input)
+GOLDEN_TEXTS = ("empty", "simulate dotproduct explicit", "simulate shifted",
+                "summarize float64 saturated x300")
+
+
+def _golden(path=GOLDEN):
+    with open(path) as f:
         return json.load(f)
 
 
-def test_json_is_byte_for_byte_that_of_0_2_0():
+def _texts():
+    return {k: json.dumps(s.to_dict()["accumulator"], allow_nan=False)
+            for k, s in golden_summaries().items()}
+
+
+def write_golden(path=GOLDEN):
+    """Write the digests and whole texts of ``golden_summaries`` (run only
+    where the summation order or a formula changes on purpose, in a commit
+    that says why)."""
+    got = _texts()
+    gold = {"accumulator": {k: got[k] for k in GOLDEN_TEXTS},
+            "sha256": {k: hashlib.sha256(t.encode()).hexdigest() for k, t in got.items()}}
+    with open(path, "w") as f:
+        json.dump(gold, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def test_json_is_byte_for_byte_that_of_0_3_0():
     gold = _golden()
-    got = {k: json.dumps(s.to_dict()["accumulator"], allow_nan=False)
-           for k, s in golden_summaries().items()}
+    got = _texts()
     assert got.keys() == gold["sha256"].keys()
     diff = [k for k, text in got.items()
             if hashlib.sha256(text.encode()).hexdigest() != gold["sha256"][k]]
-    assert not diff, f"JSON differs from 0.2.0's for: {diff}"
+    assert not diff, f"JSON differs from 0.3.0's for: {diff}"
     for k, text in gold["accumulator"].items():
         assert got[k] == text, k
 
 
+def _close(a, b, path, rtol, moved):
+    """a == b, floats within rtol relative; the paths of floats that moved."""
+    assert type(a) is type(b), path
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}", rtol, moved)
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b)):
+            _close(u, v, f"{path}[{i}]", rtol, moved)
+    elif isinstance(a, float) and a != b:
+        assert abs(a - b) <= rtol * max(abs(a), abs(b)), (path, a, b)
+        moved.append(path)
+    else:
+        assert a == b, path
+
+
+def test_0_3_0_differs_from_0_2_0_only_in_the_values_last_bits():
+    old = _golden(GOLDEN_0_2_0)["accumulator"]
+    got = _texts()
+    for k, text in old.items():
+        a, b = json.loads(text), json.loads(got[k])
+        for part in ("count", "skipped", "thresholds", "nonfinite", "below", "sketch"):
+            assert a[part] == b[part], (k, part)    # counts, thresholds, the sketch: same
+        moved = []
+        _close(a, b, k, 1e-14, moved)
+        # only the values' channels move (the first NOBS channels of min, max
+        # and the moments); the log10 channels keep their bits
+        for path in moved:
+            channel = int(path.split("[")[1].split("]")[0])
+            assert channel < NOBS, path
+
+
 def test_0_2_0_json_reads_back_to_the_same_text():
-    for k, text in _golden()["accumulator"].items():
+    for k, text in _golden(GOLDEN_0_2_0)["accumulator"].items():
         acc = Accumulator.from_dict(json.loads(text))
         assert json.dumps(acc.to_dict(), allow_nan=False) == text, k
         s = fs.Summary.from_json(json.dumps({"config": {}, "accumulator": json.loads(text)}))
         assert s._acc == acc
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_accumulate.py --write  (rewrites " + GOLDEN + ")")
+    write_golden()
