@@ -483,6 +483,25 @@ def _group(n, tpb=128, vpt=16, warp=32):
     return g
 
 
+#: L1 a multiprocessor keeps for row data between a thread's two passes over
+#: its share (the H200's 256 kB less the 4 resident blocks' shared memory)
+L1_ROW_BYTES = 128 * 1024
+
+
+def _summarize_reads(n, isz, tpb=128, blocks=4):
+    """How often a summarized array row crosses HBM: once, unless its shares
+    are read twice from memory.  A float32 share longer than
+    ``_kernels.CHUNK`` is read in chunks (one pass from memory) and a shorter
+    one fits in L1 between its passes; a float64 share is read twice
+    (``row_state``: top two, then sums) and its second pass misses L1 when
+    the resident threads' shares exceed it (n = 16,384: 4 kB a thread)."""
+    g = _group(n, tpb)
+    share = (n + g - 1) // g
+    if isz == 4 or share * isz * tpb * blocks <= L1_ROW_BYTES:
+        return 1
+    return 2
+
+
 def predict(ptx_of, dev=H200):
     """Rows per second predicted for each (kind, n, dtype) from the compiled
     code: executed instructions per row = (per-element instructions of the
@@ -505,7 +524,7 @@ def predict(ptx_of, dev=H200):
                 g = 1 if kind == "simulate" else _group(n)
                 ex = {k: per[k] * n + rest[k] * g for k in ("all", "f32", "f64", "sfu")}
                 if kind == "summarize":
-                    nbytes = n * isz                       # each logit read once from HBM
+                    nbytes = n * isz * _summarize_reads(n, isz)
                 elif kind == "softmax":
                     nbytes = 2 * n * isz                   # read, write
                 else:

@@ -7,7 +7,9 @@
   min/max and means to 1e-6 -- for every model and target, -inf masks, ties,
   n = 1, bad rows, large gaps and subnormals, device arrays of several layouts,
   and softmax of device arrays; the group merge gives every thread the bits
-  of one fixed tree; float32 softmax is within 3 ulp (log_softmax 1.5) of
+  of one fixed tree; a long contiguous float32 row's shares, read in
+  chunks, give the bits of the chunks' states folded in order and the
+  float64 reference within the chunked flush bound; float32 softmax is within 3 ulp (log_softmax 1.5) of
   float64; generated rows' scratch leaves 2 blocks per multiprocessor of an
   H200-sized device.  Threads per block are patched down to 32/64
   and the row-block size down, so a few hundred rows span many tiles,
@@ -127,6 +129,36 @@ def k(x, res):
 """
 
 
+# the group state of long rows read once (``_share_state_1p``): a row a block
+_CHUNKED_KERNEL = """
+def k(x, res):
+    sm = cuda.shared.array((12, 32), np.float64)
+    lane = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    cnt = (n - lane + G - 1) // G if lane < n else 0
+    st = _kernels._share_state_1p(x[r], lane, G, cnt, True)
+    mg = _kernels._group_state(sm, 0, lane, G, st[0], st[1], st[2], st[3], st[4], st[5])
+    for j in range(6):
+        res[r, lane, j] = mg[j]
+"""
+
+
+def _chunk_fold(row_state, state_merge, s, C):
+    """The state of a share s: one ``row_state`` up to C elements, else the
+    states of its chunks of C elements folded in order, written out here
+    independently of the kernels' loop."""
+    s = np.asarray(s)
+    if s.size <= C:
+        parts = [s]
+    else:
+        parts = [s[i:i + C] for i in range(0, s.size, C)]
+    acc = None
+    for p in parts:
+        st = tuple(float(v) for v in row_state(p, p.size))
+        acc = st if acc is None else tuple(float(v) for v in state_merge(*acc, *st))
+    return acc
+
+
 def _scenarios():
     import fastsoftmax as fs
     from fastsoftmax._inputs import mc_target
@@ -239,6 +271,11 @@ def _scenarios():
     add("arr_n33_f64_argmax_tpb64", arr(33, np.float64, "argmax", rows=130, tpb=64,
                                         block_logits=4096))
     add("arr_n70_f32_int", arr(70, np.float32, 69, rows=20))
+    # 32 threads a row, shares of 67 > CHUNK float32 elements: read in
+    # chunks.  9 rows: over the first 8 the mean of log10(entropy) cancels
+    # to -0.004, where a relative 1e-6 is beyond float32 rows' sums in any
+    # order (whole shares miss it too)
+    add("arr_n2149_f32_labels", arr(2149, np.float32, "labels", rows=9))
 
     def arr_n1():
         _patch()
@@ -413,6 +450,75 @@ def _scenarios():
             out[f"{np.dtype(dt).name}_rows"] = x.astype(np.float64).tolist()
         return out
     add("warp_merge", warp_merge)
+
+    def chunked_share():
+        # a float32 thread's share read once from memory: chunks of C
+        # elements, each chunk's state folded into the running one in order;
+        # shares at the threshold (one row_state: the whole share's bits),
+        # just over it (a last chunk of one element), 512 elements (n =
+        # 16,384 over 32 threads); float64 and strided rows' shares keep one
+        # row_state
+        from fastsoftmax._kernels.row import row_bad, row_state, state_merge
+        rng = np.random.default_rng(17)
+        C = _kernels.CHUNK
+        shares = []
+        for cnt in (C, C + 1, 3 * C + 17, 512):
+            s = rng.random(cnt) * 0.5
+            s[rng.integers(0, cnt, size=cnt // 10)] = -np.inf
+            shares.append(s.astype(np.float32))
+        s = rng.normal(size=512) * 6                         # wide, top in a late chunk
+        s[400] = 40.0
+        shares.append(s.astype(np.float32))
+        s = np.full(2 * C + 5, -np.inf)                      # one finite logit, last chunk
+        s[-1] = 1.0
+        shares.append(s.astype(np.float32))
+        cases = []
+        for s in shares:
+            got = tuple(float(v) for v in _kernels.share_state_chunked(s, s.size))
+            whole = tuple(float(v) for v in row_state(s, s.size))
+            cases.append({"x": s.astype(np.float64).tolist(), "got": list(got),
+                          "wide": bool(np.nanmax(s) - np.nanmin(s[s > -np.inf]) > 1.0),
+                          "fold_bits": got == _chunk_fold(row_state, state_merge, s, C),
+                          "whole_bits": got == whole})
+        bad = []
+        for pos, v in ((5, np.nan), (C + 2, np.nan), (2 * C + 7, np.inf)):
+            s = np.linspace(-3.0, 3.0, 3 * C).astype(np.float32)
+            s[pos] = v
+            st = _kernels.share_state_chunked(s, s.size)
+            bad.append(bool(row_bad(st[0], st[2], st[5])))
+        out = {"C": C, "cases": cases, "bad": bad}
+        # the kernel: G = 32 threads a row, shares of C + 3 or C + 4
+        G = 32
+        n = G * (C + 3) + 5
+        for name, dt, order in (("float32", np.float32, "C"), ("float64", np.float64, "C"),
+                                ("float32_F", np.float32, "F")):
+            x = (rng.normal(size=(2, n)) * 6).astype(dt)
+            x[0, ::5] = -np.inf
+            x[1, :] = 1.5                                    # ties
+            x = np.asarray(x, order=order)
+            g = {"cuda": cuda, "np": np, "_kernels": _kernels, "G": G, "n": n}
+            exec(_CHUNKED_KERNEL, g)
+            res = np.full((2, G, 6), np.nan)
+            cuda.jit(g["k"])[2, G](x, res)
+            tree = []
+            for r in range(2):
+                cc = C if name == "float32" else n             # otherwise the whole share
+                parts = [_chunk_fold(row_state, state_merge, x[r, ln::G], cc)
+                         for ln in range(G)]
+                while len(parts) > 1:
+                    parts = [state_merge(*parts[i], *parts[i + 1])
+                             for i in range(0, len(parts), 2)]
+                tree.append(bool(np.array_equal(np.array(parts[0], np.float64), res[r, 0]))
+                            and bool(np.all(res[r] == res[r, :1])))
+            whole = [_chunk_fold(row_state, state_merge, x[0, ln::G], n) for ln in range(G)]
+            while len(whole) > 1:
+                whole = [state_merge(*whole[i], *whole[i + 1]) for i in range(0, len(whole), 2)]
+            out[name] = {"kernel_tree": tree,
+                         "row0_whole_bits": bool(np.array_equal(np.array(whole[0]), res[0, 0])),
+                                      "kernel_rows": x.astype(np.float64).tolist(),
+                                      "kernel_state": res[:, 0].tolist()}
+        return out
+    add("chunked_share", chunked_share)
 
     def scratch_geometry():
         # generated rows at n = 16,384 on a device of 132 multiprocessors and
@@ -623,7 +729,7 @@ def assert_agree(cpu, gpu, rtol=1e-6):
 SIM_PAIRS = ["sim_gauss_n5", "sim_gauss_n1", "sim_gauss_n33_sampled", "sim_shifted_random_f64",
              "sim_dot_exact_int", "sim_dot_explicit", "sim_large_gap_f32",
              "arr_n5_f32_argmax", "arr_n2_f64_int", "arr_n33_f32_labels",
-             "arr_n33_f64_argmax_tpb64", "arr_n70_f32_int", "arr_n1"]
+             "arr_n33_f64_argmax_tpb64", "arr_n70_f32_int", "arr_n2149_f32_labels", "arr_n1"]
 
 
 def _get(sim, name):
@@ -742,6 +848,48 @@ def test_warp_merge_is_a_fixed_tree(sim):
                 assert tuple(got[:2]) == tuple(ref[:2]), (dt, G, i)
                 np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
                 assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), (dt, G, i)
+
+
+def test_chunked_share_state(sim):
+    # a long float32 share read once: the chunks' states folded in order (the
+    # bits of the same fold written out in the test), short shares the bits
+    # of one row_state, and the float64 reference within the chunked flush
+    # bound: float32 partials of at most C / 16 = 4 terms, (4 - 1) 2**-24,
+    # plus each term's own error (the exp to 1 ulp, e^3 to 4 ulp: 4 2**-23)
+    # where the logits lie within 0.5 (the differences x - m2 exact); a wide
+    # share adds the rounding of x - m2 (|x - m2| 2**-24 for a term): 2e-6
+    r = _get(sim, "chunked_share")
+    C = r["C"]
+    assert C == 64
+    tight = (C // 16 - 1) * 2.0 ** -24 + 4 * 2.0 ** -23
+    assert len(r["cases"]) == 6 and sum(c["wide"] for c in r["cases"]) == 1
+    for c in r["cases"]:
+        x = np.array(c["x"])
+        rtol = 2e-6 if c["wide"] else tight
+        assert c["fold_bits"], x.size
+        if x.size <= C:
+            assert c["whole_bits"], x.size
+        got, ref = c["got"], _state_ref(x.astype(np.float32))
+        assert tuple(got[:2]) == tuple(ref[:2]), x.size
+        np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+        assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), x.size
+    # the long random shares really went through the chunks (other bits)
+    assert sum(not c["whole_bits"] for c in r["cases"]) == 4
+    assert r["bad"] == [True, True, True]
+    # the kernel's group state of long rows: every lane the bits of the tree
+    # over the lanes' folds, and the reference within the float32 target
+    # (a Fortran-ordered float32 array's rows: the whole shares' tree)
+    for name in ("float32", "float64", "float32_F"):
+        v = r[name]
+        dt = name[:7]
+        assert v["kernel_tree"] == [True, True], name
+        assert v["row0_whole_bits"] == (name != "float32"), name
+        rtol = 2e-6 if dt == "float32" else 1e-12
+        for row, got in zip(v["kernel_rows"], v["kernel_state"]):
+            ref = _state_ref(np.array(row).astype(dt))
+            assert tuple(got[:2]) == tuple(ref[:2]), dt
+            np.testing.assert_allclose(got[2:5], ref[2:5], rtol=rtol, atol=1e-300)
+            assert abs(got[5] - ref[5]) <= rtol * (abs(ref[5]) + ref[2]), dt
 
 
 def test_generated_scratch_fills_an_h200(sim):

@@ -160,6 +160,112 @@ def _share_state(xr, lane, G, cnt, active):
     return -np.inf, -np.inf, 0.0, 0.0, 0.0, 0.0
 
 
+#: one pass over a long share of a float32 row: a thread of an array row's
+#: group walks a share longer than CHUNK elements in chunks of CHUNK, so that
+#: a chunk's second pass finds it in L1: a block's chunks (or shorter whole
+#: shares) are at most CHUNK x 4 B x 128 threads = 32 kB, 4 resident blocks
+#: 128 kB.  Other rows (float64, strided) read their share twice
+#: (``share_state_once``).
+CHUNK = 64
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def share_state_chunked(s, cnt):
+    """The state (m1, m2 in float64, R, E2, E3, V) of ``s[:cnt]`` (a thread's
+    strided share of a float32 row) from one pass over memory.
+
+    A share of at most CHUNK elements is one ``row_state``: the bits of
+    the whole share.  A longer one is cut into chunks of CHUNK elements (the
+    last one shorter) in order; each chunk's state is ``row_state`` (its
+    top-two pass loads the chunk, its exp pass reads it again from L1) and
+    is folded into the running state by ``state_merge``, running state
+    first, in chunk order: a fixed order, a function of cnt only, so the
+    bits do not depend on timing.
+
+    Accuracy.  Every term of R, E2, E3 (e, e^2, e^3 in [0, 1]) and of V
+    (e (m2 - x) >= 0) is nonnegative, so relative error bounds of partial
+    sums bound their sum's.  (1) Inside a chunk of k <= CHUNK elements
+    ``row_sums`` flushes its float32 partials into float64 every F =
+    min(16, ceil(k / 16)) <= 4 terms: a partial is good to (F - 1) 2^-24 =
+    1.8e-7 (the whole share's partials of 16 terms: 15 2^-24 = 8.9e-7), and
+    the float64 flushes add roundings of 2^-53.  (2) Each term is the
+    float32 exp of a float32 difference x - m2 taken against the chunk's m2
+    instead of the share's: the same one-ulp exp and the same rounding of
+    the difference.  A term dropped under the floor (x - m2_chunk < -29) is
+    below e^-29 times the chunk's m2 term, which is at most the row's: the
+    bound of ``_kernels.row`` on dropped terms holds.  (3) ``state_merge``
+    rescales the running and the chunk's sums by float64 exps (a few ulp)
+    and adds nonnegative float64 numbers: at most ~8 2^-53 per merge, over
+    K = ceil(cnt / CHUNK) chunks 8 K 2^-53 (n = 16,384, 32 threads: K = 8,
+    7e-15).  In all: (F - 1) 2^-24 + the per-term error of (2) + 1e-14,
+    against the float32 target of 2e-5; V's error measured against R, as
+    everywhere."""
+    L = CHUNK if cnt > CHUNK else cnt
+    m1 = -np.inf
+    m2 = -np.inf
+    r = 0.0
+    e2 = 0.0
+    e3 = 0.0
+    v = 0.0
+    c0 = 0
+    while c0 < cnt:
+        k = min(L, cnt - c0)
+        b1, b2, br, be2, be3, bv = row_state(s[c0:c0 + k], k)
+        b1 = np.float64(b1)
+        b2 = np.float64(b2)
+        if c0 == 0:
+            m1, m2, r, e2, e3, v = b1, b2, br, be2, be3, bv
+        else:
+            m1, m2, r, e2, e3, v = state_merge(m1, m2, r, e2, e3, v, b1, b2, br, be2, be3, bv)
+        c0 += L
+    return m1, m2, r, e2, e3, v
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def _share_state_whole(s, cnt):
+    m1, m2, r, e2, e3, v = row_state(s, cnt)
+    return np.float64(m1), np.float64(m2), r, e2, e3, v
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def _row_share_chunked(xr, lane, G, cnt):
+    return share_state_chunked(xr[lane::G], cnt)
+
+
+@register_jitable(error_model="numpy", forceinline=True)
+def _row_share_whole(xr, lane, G, cnt):
+    return _share_state_whole(xr[lane::G], cnt)
+
+
+def share_state_once(xr, lane, G, cnt):
+    """A thread's state of its share of row xr (elements lane, lane + G,
+    ...): a contiguous float32 row's read once (``share_state_chunked``),
+    any other by one ``row_state`` (this Python body is the simulator's).
+    Only contiguous float32 rows: the chunk loop costs a strided float32
+    row's kernel 5-7 registers (133-135: 3 blocks a multiprocessor instead
+    of 4), a float64 row's 10-14."""
+    if xr.dtype == np.float32 and xr.flags.c_contiguous:
+        return _row_share_chunked(xr, lane, G, cnt)
+    return _row_share_whole(xr, lane, G, cnt)
+
+
+@overload(share_state_once, jit_options=dict(error_model="numpy", forceinline=True),
+          strict=False)
+def _ol_share_state_once(xr, lane, G, cnt):
+    if xr.dtype == types.float32 and xr.layout == "C":
+        return _row_share_chunked
+    return _row_share_whole
+
+
+@cuda.jit(device=True, **_JIT)
+def _share_state_1p(xr, lane, G, cnt, active):
+    """``_share_state`` with a contiguous float32 row's share read once from
+    memory (``share_state_once``)."""
+    if active:
+        return share_state_once(xr, lane, G, cnt)
+    return -np.inf, -np.inf, 0.0, 0.0, 0.0, 0.0
+
+
 @cuda.jit(device=True, **_JIT)
 def _array_target(ymode, yfix, labels, r):
     """``row_target`` for array rows, whose target is the top class, a fixed
@@ -340,7 +446,7 @@ def _build_observe(TPB, G, GENERATED):
                         active = rt < trows
                         r = tbase + rt if active else tbase
                         xr = x[r]
-                        p1, p2, pr, pe2, pe3, pv = _share_state(xr, lane, G, cnt, active)
+                        p1, p2, pr, pe2, pe3, pv = _share_state_1p(xr, lane, G, cnt, active)
                         # every thread of the block: the merge is warp-synchronous
                         m1, m2, rsum, te2, te3, tv = _group_state(sm, _PART, lane, G, p1, p2,
                                                                   pr, pe2, pe3, pv)
