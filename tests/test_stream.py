@@ -13,7 +13,7 @@ import pytest
 from numba import njit
 
 import fastsoftmax as fs
-from helpers import RTOL, subprocess_env
+from helpers import REPO, RTOL, subprocess_env
 from fastsoftmax._config import FASTMATH
 from fastsoftmax._kernels import stream as _stream
 from fastsoftmax._kernels.row import NOBS, logobs, row_bad, row_state, state_merge
@@ -23,7 +23,7 @@ from fastsoftmax.registries import TARGET_ARGMAX, TARGET_LABELS
 CHUNK = _stream.STREAM_CHUNK
 
 
-@njit(fastmath=FASTMATH, error_model="numpy")
+@njit(fastmath=FASTMATH, error_model="numpy", cache=True)   # cached: the children's too
 def _chunked(x, chunk):
     vector_width()
     return _stream.chunked_state(x, x.shape[0], chunk, x)
@@ -170,14 +170,17 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def test_same_bits_at_128_and_256_bits(tmp_path):
+def test_same_bits_at_128_and_256_bits():
     """The chunks, lanes and merges are the code's: a 256-bit (AVX2, FMA)
-    and a 128-bit build give the same state, bit for bit."""
+    and a 128-bit build give the same state, bit for bit.  (Each child's
+    numba cache is kept under .pytest_cache, so a second run is warm; numba
+    keys its entries by the sources and the CPU target.)"""
     res = []
     for width in ("256", "128"):
         env = subprocess_env(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="",
                              FASTSOFTMAX_VECTOR_WIDTH=width,
-                             NUMBA_CACHE_DIR=str(tmp_path / width))
+                             NUMBA_CACHE_DIR=os.path.join(REPO, ".pytest_cache",
+                                                          "fastsoftmax-stream", width))
         env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
         p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
                            env=env, timeout=900)
