@@ -13,7 +13,9 @@ compute capability, and the PTX is assembled by ``ptxas -v`` (package
 ``nvidia-cuda-nvcc-cu12``).  One table: registers, spill bytes, stack frame,
 shared memory, resident blocks per multiprocessor and occupancy at the
 backend's ``THREADS_PER_BLOCK``, and the float64 arithmetic instructions of
-float32 kernels.  Exit status 1 on a compile error or any spill.
+float32 kernels.  Exit status 1 on a compile error, any spill, or any fast-math
+instruction in the PTX (``FASTMATH_PTX``: flushed or approximate float32
+arithmetic).
 
 Argument types are not written here: a child interpreter under the CUDA
 simulator runs each variant's host entry point (``fs.simulate``,
@@ -58,6 +60,11 @@ CCS = ((8, 0), (9, 0))
 SM_LIMITS = {(8, 0): dict(regs=65536, smem=167936, threads=2048, blocks=32),
              (9, 0): dict(regs=65536, smem=233472, threads=2048, blocks=32)}
 # float64 arithmetic in PTX (moves, loads, stores and conversions excluded)
+# PTX instructions that fast math would bring: flushed float32 arithmetic and
+# approximate transcendentals/division (libdevice's accurate float64 routines
+# seed a Newton step with rcp.approx.ftz.f64, which is fine)
+FASTMATH_PTX = re.compile(r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)"
+                          r"\.approx\.(ftz\.)?f32")
 _F64_OP = re.compile(r"^\s*(?:@%p\d+\s+)?(add|sub|mul|fma|div|rcp|sqrt|min|max|neg|abs|"
                      r"setp\.[a-z]+|ex2|lg2)(?:\.[a-z0-9]+)*\.f64\b", re.M)
 
@@ -317,6 +324,12 @@ def f64_ops(ptx):
     return len(_F64_OP.findall(ptx))
 
 
+def fastmath_ops(ptx):
+    """The distinct fast-math instructions in the PTX (none: the log-domain
+    math keeps IEEE float32 semantics)."""
+    return sorted(set(m.group(0) for m in FASTMATH_PTX.finditer(ptx)))
+
+
 def is_float32(argtypes):
     from numba import types as T
     arrs = [t for t in argtypes if isinstance(t, T.Array)]
@@ -345,6 +358,7 @@ def compile_variant(v, cc, max_registers=None, keep_ptx=False):
         return row
     row["blocks_per_sm"], row["occupancy"] = occupancy(row["registers"], row["smem"], cc)
     row["f64_ops"] = f64_ops(ptx) if is_float32(v["argtypes"]) else None
+    row["fastmath_ops"] = fastmath_ops(ptx)
     row["seconds"] = round(time.time() - t0, 1)
     if keep_ptx:
         row["ptx"] = ptx
@@ -669,9 +683,11 @@ def main(argv=None):
     print(fmt(rows))
     errors = [r for r in rows if "error" in r]
     spills = [r for r in rows if "error" not in r and r["spill"] > 0]
+    fast = [r for r in rows if r.get("fastmath_ops")]
     wall = time.time() - t0
     print(f"\n{len(variants)} variants x {len(ccs)} targets in {wall:.0f} s: "
-          f"{len(errors)} compile errors, {len(spills)} with spills")
+          f"{len(errors)} compile errors, {len(spills)} with spills, "
+          f"{len(fast)} with fast-math instructions")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rows": rows, "wall_s": wall}, f, indent=1)
@@ -679,7 +695,10 @@ def main(argv=None):
         print(f"FAIL compile error: {r['name']} cc {r['cc']}: {r['error']}", file=sys.stderr)
     for r in spills:
         print(f"FAIL spill: {r['name']} cc {r['cc']}: {r['spill']} bytes", file=sys.stderr)
-    return 1 if errors or spills else 0
+    for r in fast:
+        print(f"FAIL fast math: {r['name']} cc {r['cc']}: {' '.join(r['fastmath_ops'])}",
+              file=sys.stderr)
+    return 1 if errors or spills or fast else 0
 
 
 if __name__ == "__main__":
