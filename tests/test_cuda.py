@@ -18,10 +18,14 @@
   directly), a thread per row and groups of 2 to 16 threads per row.
 * Without the simulator: ``backend="cuda"`` raises a clear RuntimeError when no
   GPU is usable and ``backend="auto"`` falls back to the CPU.
-* When NVVM is installed (numba-cuda's compiler, no GPU needed): a few of the
-  compile gate's variants (``bench/gpu_compile.py``, the same list and the
-  argument types the launcher passes) compile for sm_90 without spills, and
-  their PTX has no fast-math instructions.
+* When NVVM is installed (numba-cuda's compiler, no GPU needed): the float32
+  summary kernel of long rows read in chunks, the compile gate's variant with
+  the most code (``bench/gpu_compile.py``, the same argument types the
+  launcher passes, captured in the simulator child), compiles for sm_90
+  without spills, and its PTX has no fast-math instructions, while a
+  fastmath=True build of a softmax kernel shows them.  The gate itself
+  compiles every variant for sm_80 and sm_90 and fails on a spill or on any
+  fast-math instruction.
 * With numba's built-in ``numba.cuda`` only (numba-cuda not installed),
   ``backend="cuda"`` says what to install.
 
@@ -246,12 +250,15 @@ def _scenarios():
     add("run_model_row0", run_model_row0)
 
     def sim_chunking_bitwise():
-        # launch size and grid do not change a single bit of the CUDA result
+        # launch size and grid do not change a single bit of the CUDA result:
+        # 100 rows in 8-row row-blocks, 32-row units: one launch grid-striding
+        # one block over 4 units, 2 launches (64 and 36 rows) of 2 blocks, 4
+        # launches of 32 rows (the last one 4 rows)
         m = Gaussian(n=5, scale=2.0)
         res = []
-        for grid, ll in ((1, 1 << 20), (3, 640), (2, 320)):
+        for grid, ll in ((1, 1 << 20), (3, 320), (2, 160)):
             _patch(grid=grid, block_logits=64, launch_logits=ll)
-            res.append(fs.simulate(m, 200, seed=11, backend="cuda"))
+            res.append(fs.simulate(m, 100, seed=11, backend="cuda"))
         return {"equal": [res[0] == r for r in res[1:]]}
     add("sim_chunking_bitwise", sim_chunking_bitwise)
 
@@ -267,8 +274,12 @@ def _scenarios():
         return f
     add("arr_n5_f32_argmax", arr(5, np.float32, "argmax", block_logits=64))
     add("arr_n2_f64_int", arr(2, np.float64, 1))
-    add("arr_n33_f32_labels", arr(33, np.float32, "labels", rows=48))
-    add("arr_n33_f64_argmax_tpb64", arr(33, np.float64, "argmax", rows=130, tpb=64,
+    # 8 threads a row in 4-row tiles (4-row row-blocks): 36 rows are 2
+    # launches of 28 and 8 rows, the first grid-striding 3 blocks over 7 units
+    add("arr_n33_f32_labels", arr(33, np.float32, "labels", rows=36))
+    # 64-thread blocks, 64-row row-blocks = tiles: 66 rows are 2 launches,
+    # the second a 2-row tail
+    add("arr_n33_f64_argmax_tpb64", arr(33, np.float64, "argmax", rows=66, tpb=64,
                                         block_logits=4096))
     add("arr_n70_f32_int", arr(70, np.float32, 69, rows=20))
     # 32 threads a row, shares of 67 > CHUNK float32 elements: read in
@@ -561,17 +572,43 @@ def _scenarios():
     return S
 
 
+def _gate():
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    import gpu_compile
+    return gpu_compile
+
+
+def _ptx_capture():
+    """(simulator) the kernels and argument types the launcher passes for
+    the PTX variants, captured as the compile gate captures them: before any
+    ``_patch``, at the backend's default geometry."""
+    gate = _gate()
+    by_name = {v[0]: v for v in gate.VARIANTS}
+    out = []
+    for name in PTX_VARIANTS + (PTX_CONTROL,):
+        _, call, kw, which = by_name[name]
+        kind, key, types = gate._capture_one(call, kw, which)
+        out.append({"name": name, "kind": kind, "key": list(key),
+                    "argtypes": [gate._type_to_json(t) for t in types]})
+    return out
+
+
 def _child_sim():
     import time
+    import traceback
     from fastsoftmax.backends.cuda import _kernels
     ok, why = _kernels.probe()
     res = {"_probe": [ok, why]}
+    try:
+        res["_ptx_capture"] = _ptx_capture()
+    except Exception as e:   # noqa: BLE001 - reported to the parent
+        res["_ptx_capture"] = {"error": f"{type(e).__name__}: {e}",
+                               "tb": traceback.format_exc()}
     for name, fn in _scenarios().items():
         t0 = time.time()
         try:
             r = fn()
         except Exception as e:   # noqa: BLE001 - reported to the parent
-            import traceback
             r = {"error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()}
         r["_seconds"] = round(time.time() - t0, 2)
         res[name] = r
@@ -600,34 +637,41 @@ def _child_nogpu():
     return out
 
 
-# PTX instructions that fast math would bring: flushed float32 arithmetic and
-# approximate transcendentals/division (libdevice's accurate float64 routines
-# seed a Newton step with rcp.approx.ftz.f64, which is fine).
-_FASTMATH_PTX = r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)\.approx\.(ftz\.)?f32"
-
-
-# the variants compiled here: one per kernel family of the compile gate's list
-# (bench/gpu_compile.py compiles all of them, for sm_80 and sm_90)
-PTX_VARIANTS = ("observe/generated/float32", "log_softmax/n128/float32/C",
-                "copy4/float16->float32")
+# the variant compiled here: the float32 summary of array rows with 32
+# threads a row, whose shares are read in chunks (the kernel with the most
+# code and registers); bench/gpu_compile.py compiles every variant for sm_80
+# and sm_90 with the same checks.  The control: a softmax kernel built with
+# fastmath=True, which the check must catch.
+PTX_VARIANTS = ("observe/rows/n2048/float32/C",)
+PTX_CONTROL = "log_softmax/n128/float32/C"
 
 
 def _child_ptx():
-    import re
-
     from numba import cuda
+    if getattr(cuda, "implementation", "") == "Built-in":
+        return {"skip": "numba-cuda is not installed (numba's deprecated built-in CUDA "
+                        "target only)"}
     from numba.cuda.cudadrv import nvvm
     try:
         nvvm.NVVM()
     except Exception as e:   # noqa: BLE001
         return {"skip": f"NVVM not available: {e}"}
-    sys.path.insert(0, os.path.join(REPO, "bench"))
-    import gpu_compile as gate
+    gate = _gate()
     try:
         gate.ptxas_path()
     except RuntimeError as e:
         return {"skip": str(e)}
-    variants = gate.capture(PTX_VARIANTS)
+    cap = os.environ.get("FASTSOFTMAX_TEST_PTX_CAPTURE")
+    if cap:
+        variants = json.loads(cap)
+        for v in variants:
+            v["key"] = tuple(v["key"])
+            v["argtypes"] = tuple(gate._type_from_json(j) for j in v["argtypes"])
+    else:
+        # no simulator child ran: the gate's own capture (a child of its own)
+        variants = gate.capture(PTX_VARIANTS + (PTX_CONTROL,))
+    control = [v for v in variants if v["name"] == PTX_CONTROL][0]
+    variants = [v for v in variants if v["name"] != PTX_CONTROL]
     out = {}
     for v in variants:
         try:
@@ -640,17 +684,21 @@ def _child_ptx():
         if "error" in row and "nvrtc" in row["error"].lower():
             return {"skip": f"CUDA toolkit libraries not installed: {row['error']}"}
         ptx = row.pop("ptx", "")
-        out[v["name"]] = {"fastmath_ops": sorted(set(m.group(0) for m in
-                                                     re.finditer(_FASTMATH_PTX, ptx))),
-                          "bytes": len(ptx), "error": row.get("error"),
-                          "spill": row.get("spill")}
+        out[v["name"]] = {"fastmath_ops": gate.fastmath_ops(ptx), "bytes": len(ptx),
+                          "error": row.get("error"), "spill": row.get("spill")}
     # the check sees fast math when it is there
-    v = [v for v in variants if v["name"].startswith("log_softmax")][0]
     from fastsoftmax.backends.cuda import _kernels
+    v = control
     ptx, _ = cuda.compile_ptx(_kernels._BUILDERS[v["kind"]](*v["key"]).py_func, v["argtypes"],
                               cc=(9, 0), fastmath=True)
-    out["_fastmath_control"] = sorted(set(m.group(0) for m in re.finditer(_FASTMATH_PTX, ptx)))
+    out["_fastmath_control"] = gate.fastmath_ops(ptx)
     return out
+
+
+def _child_plain():
+    # without the simulator: the no-GPU errors first, then the PTX compile
+    # (which installs the gate's compute-capability stand-in)
+    return {"nogpu": _child_nogpu(), "ptx": _child_ptx()}
 
 
 def _child_builtin():
@@ -683,13 +731,12 @@ if __name__ == "__main__":
     except Exception as e:   # noqa: BLE001
         print("RESULT " + json.dumps({"skip": f"numba.cuda cannot be imported: {e}"}))
         sys.exit(0)
-    if mode not in ("nogpu", "builtin") and getattr(numba.cuda, "implementation",
+    if mode not in ("nogpu", "builtin", "plain") and getattr(numba.cuda, "implementation",
                                                     "") == "Built-in":
         print("RESULT " + json.dumps({"skip": "numba-cuda is not installed (numba's "
                                               "deprecated built-in CUDA target only)"}))
         sys.exit(0)
-    fn = {"sim": _child_sim, "nogpu": _child_nogpu, "ptx": _child_ptx,
-          "builtin": _child_builtin}[mode]
+    fn = {"sim": _child_sim, "plain": _child_plain, "builtin": _child_builtin}[mode]
     print("RESULT " + json.dumps(fn(), default=float))
     sys.exit(0)
 
@@ -700,6 +747,29 @@ if __name__ == "__main__":
 @pytest.fixture(scope="module")
 def sim():
     res = _run_child("sim", NUMBA_ENABLE_CUDASIM=1)
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    return res
+
+
+@pytest.fixture(scope="module")
+def plain(request):
+    """The child without the simulator: no-GPU errors and the PTX check,
+    the latter on the launch types the simulator child captured."""
+    try:
+        cap = request.getfixturevalue("sim").get("_ptx_capture")
+    except (pytest.skip.Exception, Exception):
+        cap = None          # the simulator child's own test reports why
+    if isinstance(cap, dict):
+        raise AssertionError(cap.get("tb", cap.get("error")))
+    return _run_child("plain", **({"FASTSOFTMAX_TEST_PTX_CAPTURE": json.dumps(cap)}
+                                  if cap else {}))
+
+
+def _part(res, key):
+    if "skip" in res:
+        pytest.skip(res["skip"])
+    res = res[key]
     if "skip" in res:
         pytest.skip(res["skip"])
     return res
@@ -917,10 +987,8 @@ def test_simulator_runtime_budget(sim):
     assert total < 450, total
 
 
-def test_cuda_backend_without_gpu():
-    res = _run_child("nogpu")
-    if "skip" in res:
-        pytest.skip(res["skip"])
+def test_cuda_backend_without_gpu(plain):
+    res = _part(plain, "nogpu")
     if res["available"]:
         pytest.skip(f"a GPU is usable here ({res['reason']})")
     assert res["cuda"].startswith("backend='cuda' is not usable: ")
@@ -946,10 +1014,8 @@ def test_cuda_backend_with_numba_builtin_cuda_only(simulator):
     assert res["summarize"] == expect
 
 
-def test_kernels_compile_for_sm90_without_fastmath():
-    res = _run_child("ptx")
-    if "skip" in res:
-        pytest.skip(res["skip"])
+def test_kernels_compile_for_sm90_without_fastmath(plain):
+    res = dict(_part(plain, "ptx"))
     control = res.pop("_fastmath_control")
     assert control, "the fast-math check found nothing in a fastmath=True kernel"
     assert sorted(res) == sorted(PTX_VARIANTS)
