@@ -187,9 +187,12 @@ def test_worker_killed_mid_run_same_result(client):
     """os._exit on a busy worker after the first task finished: the nanny
     restarts it, Dask reruns its lost tasks, the bits do not change."""
     model = Gaussian(n=1024, scale=2.0)
-    # tasks of 256 blocks: long enough that a worker is busy when the first ends
-    blocks = 256
-    samples = 40 * blocks * _config.block_rows(1024) + 77      # 41 tasks
+    # tasks of 128 blocks (8M logits, a tenth of a second or more): long
+    # enough that the other worker is busy when the first ends; 12 tasks
+    # leave work queued behind it, so its lost task has to be rerun
+    blocks = 128
+    tasks = 12
+    samples = (tasks - 1) * blocks * _config.block_rows(1024) + 77
     killed = []
 
     class KillOnce(Progress):
@@ -205,7 +208,7 @@ def test_worker_killed_mid_run_same_result(client):
     bar = KillOnce()
     acc = _dask.run_model(client, mjob(model, samples, 5, "random"), progress=bar,
                           blocks_per_task=blocks)
-    assert killed and killed[0][1] < 41                # killed while tasks were left
+    assert killed and killed[0][1] < tasks             # killed while tasks were left
     assert bar.total == samples
     ref = local(model, samples, seed=5, target="random")
     assert acc.to_dict() == ref._acc.to_dict()
@@ -232,7 +235,7 @@ def assert_same_summary(sd, sn):
     np.testing.assert_allclose(ma, mb, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("rows,chunks", [(3000, (700, -1)), (3000, (700, 5)), (150, (1, -1)),
+@pytest.mark.parametrize("rows,chunks", [(3000, (700, -1)), (3000, (700, 5)), (60, (1, -1)),
                                          (3000, (3000, 4))],
                          ids=["rows", "rows+softmax-axis", "one-row", "softmax-axis"])
 def test_summarize_matches_numpy(client, rows, chunks):
@@ -259,9 +262,11 @@ def test_summarize_dtypes(client, dt):
 
 
 def test_summarize_axes_and_labels(client):
-    x = make_x(shape=(40, 5, 30, 3))                   # softmax over axes (1, 3): n = 15
-    labels = np.random.default_rng(2).integers(0, 15, size=(40, 30))
-    xd = da.from_array(x, chunks=(9, 2, 7, 3))
+    # softmax over axes (1, 3): n = 15; the chunks split the softmax axis 1
+    # and both batch axes unevenly, the labels' chunks fall across x's
+    x = make_x(shape=(20, 5, 15, 3))
+    labels = np.random.default_rng(2).integers(0, 15, size=(20, 15))
+    xd = da.from_array(x, chunks=(9, 2, 6, 3))
     for target in [labels, da.from_array(labels, chunks=(13, 11)), "argmax", 14]:
         s = fs.summarize(xd, target=target, axis=(1, 3), thresholds=(1e-2, 1e-5))
         assert_same_summary(s, fs.summarize(x, target=target if not hasattr(target, "compute")

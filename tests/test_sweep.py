@@ -265,30 +265,47 @@ def test_lock_refuses_a_second_writer(tmp_path):
     sweep(models.DotProduct, {"d_k": [1]}, out=out, **KW)
 
 
+# One child sweeps 10 small points into a CSV and a Parquet file at once (a
+# thread each) and pauses after writing each point (its progress object
+# sleeps): the parent sees rows in both files and kills it while most of each
+# grid is still to do.  One interpreter for both formats, and the points stay
+# cheap for the parent's own uninterrupted and resumed sweeps.
 CHILD = textwrap.dedent("""
-    import sys
+    import sys, threading, time
     import fastsoftmax as fs
     from fastsoftmax.sweeps import sweep
-    sweep(fs.models.Gaussian, {"scale": [float(s) for s in range(1, 11)]}, fixed={"n": 64},
-          samples=int(sys.argv[2]), seed=11, out=sys.argv[1], progress=False)
+
+    class Pause:
+        def update(self, rows):
+            time.sleep(0.25)
+
+    def run(out):
+        sweep(fs.models.Gaussian, {"scale": [float(s) for s in range(1, 11)]},
+              fixed={"n": 64}, samples=int(sys.argv[2]), seed=11, out=out, progress=Pause())
+
+    threads = [threading.Thread(target=run, args=(out,)) for out in sys.argv[1].split(",")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 """)
-KILL_SAMPLES = 150_000
+KILL_SAMPLES = 5_000
 
 
-@pytest.mark.parametrize("ext", ["csv", "parquet"])
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path, ext):
-    out = tmp_path / f"kill.{ext}"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(out), str(KILL_SAMPLES)],
+@pytest.fixture(scope="module")
+def killed_sweeps(tmp_path_factory):
+    """{ext: path}: the CSV and the Parquet file as a SIGKILL mid-sweep left
+    them, each alone in its folder."""
+    outs = {ext: tmp_path_factory.mktemp(ext) / f"kill.{ext}" for ext in ("csv", "parquet")}
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, ",".join(map(str, outs.values())),
+                             str(KILL_SAMPLES)],
                             env=subprocess_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
-        rows = 0
         while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists():
-                rows = len(read_table(str(out)))
-                if rows >= 1:
-                    break
+            if all(o.exists() and len(read_table(str(o))) >= 1 for o in outs.values()):
+                break
             time.sleep(0.01)
         assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
         proc.send_signal(signal.SIGKILL)
@@ -297,6 +314,12 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, ext):
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
+    return outs
+
+
+@pytest.mark.parametrize("ext", ["csv", "parquet"])
+def test_sigkill_then_resume_equals_uninterrupted(killed_sweeps, ext):
+    out = killed_sweeps[ext]
     partial = read_table(str(out))            # readable: never torn
     assert 1 <= len(partial) < 10
     grid = {"scale": [float(s) for s in range(1, 11)]}
@@ -309,7 +332,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, ext):
     pd.testing.assert_frame_equal(read_table(str(out)), full, check_exact=True)
     # stale temporary file of the killed writer (if any) cleaned up by the resume
     # (the free lock file stays, as filelock leaves it)
-    assert sorted(os.listdir(tmp_path)) == [f".{out.name}.lock", out.name]
+    assert sorted(os.listdir(out.parent)) == [f".{out.name}.lock", out.name]
 
 
 def test_dask_client_is_passed_through(monkeypatch):

@@ -17,6 +17,16 @@ from fastsoftmax.torch._driver import Driver  # noqa: E402
 KEYS = ("max_logit", "jac_diag_max_log10_q0.5", "entropy_mean", "jac_diag_max_below_1e-06")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # tiny tensors: one torch thread loses nothing, and on cores shared with
+    # the other test processes torch's waiting OpenMP workers cost CPU time
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def _events(logdir):
     ea_mod = pytest.importorskip(
         "tensorboard.backend.event_processing.event_accumulator",
@@ -450,6 +460,7 @@ def test_plot_module_is_a_deprecated_alias():
                                                     "and will be removed in 0.4.0"):
             assert getattr(old, name) is getattr(home, name)
     with pytest.warns(DeprecationWarning):
-        from fastsoftmax.plot import plot_history  # noqa: F401
+        from fastsoftmax.plot import plot_history
+    assert plot_history is torch_plot.plot_history
     with pytest.raises(AttributeError, match="nothing"):
         old.nothing

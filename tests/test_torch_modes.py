@@ -20,6 +20,16 @@ from fastsoftmax.torch import _logits                   # noqa: E402
 INF = math.inf
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # tiny tensors: one torch thread loses nothing, and on cores shared with
+    # the other test processes torch's waiting OpenMP workers cost CPU time
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def gen(seed=0):
     return torch.Generator().manual_seed(seed)
 
@@ -154,10 +164,14 @@ def _free_port():
 
 
 def _rank(rank, world, port, out):
+    import datetime
+
     import torch.distributed as dist
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a rank whose peer died fails in minutes, not after gloo's 30
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
     try:
         torch.manual_seed(0)
         net = nn.MultiheadAttention(8, 2, batch_first=True)
@@ -172,11 +186,29 @@ def _rank(rank, world, port, out):
         dist.destroy_process_group()
 
 
-def test_snapshot_is_the_merge_over_ranks(tmp_path):
+def _peer_rank(i, world, port, out):
+    """Rank 1 in a spawned process (``mp.spawn`` numbers its processes from 0)."""
+    _rank(i + 1, world, port, out)
+
+
+def test_snapshot_is_the_merge_over_ranks(tmp_path, monkeypatch):
+    """Two ranks: rank 0 in this process (torch is loaded here already),
+    rank 1 in a spawned one; each snapshot is the merge over both."""
     mp = pytest.importorskip("torch.multiprocessing")
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available")
-    mp.spawn(_rank, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    port = _free_port()
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")     # _rank sets them; restored after
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    peer = mp.spawn(_peer_rank, args=(2, port, str(tmp_path)), nprocs=1, join=False)
+    try:
+        _rank(0, 2, port, str(tmp_path))
+        while not peer.join():
+            pass
+    finally:
+        for proc in peer.processes:
+            if proc.is_alive():
+                proc.terminate()
     torch.manual_seed(0)
     net = nn.MultiheadAttention(8, 2, batch_first=True)
     x = torch.randn(4, 5, 8, generator=gen(3))
