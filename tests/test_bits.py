@@ -1,9 +1,9 @@
 """The same bits on every x86 CPU with FMA, whatever its vector width.
 
-Each child interpreter compiles the kernels (its own NUMBA_CACHE_DIR, kept
-under .pytest_cache so that a second run is warm; numba keys a cache entry
-by the sources and the CPU target, so a stale entry is never read) for
-one CPU target and prints the JSON of a set of Summaries: summarize
+Each child interpreter (``_children``: one a target for the whole test run,
+shared with test_stream; its own NUMBA_CACHE_DIR, kept under .pytest_cache
+so that a second run is warm) compiles the kernels for one CPU target and
+returns the JSON of a set of Summaries (``child_job``): summarize
 float32/float64 at n = 64 and 1024 with -inf masks, ties and a single finite
 logit, simulate Gaussian and DotProduct (unscaled d_k = 4096: saturated rows).
 The JSON must be identical across the targets, which always include two
@@ -25,29 +25,34 @@ The summation order is fixed by the code (16 lanes, fixed trees, no
 ``NUMBA_CPU_NAME=generic`` (x86-64 without FMA) is not required to match:
 'contract' fuses multiply-adds only where the target has FMA.
 """
+import importlib
 import json
-import os
-import subprocess
-import sys
-import textwrap
+import pkgutil
+import re
 
-from helpers import REPO, subprocess_env
+import numba
+import numpy as np
 
-CHILD = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    import fastsoftmax as fs
-    from fastsoftmax.models import DotProduct, Gaussian
+import _children
+import fastsoftmax as fs
+import fastsoftmax._kernels as K
+from fastsoftmax.backends import cpu
+from fastsoftmax.models import DotProduct, Gaussian
 
-    def make_x(rows, n, dtype):
-        x = np.random.default_rng(n).normal(size=(rows, n)) * 6.0
-        x[::7, 3] = -np.inf            # masks
-        x[::11, :] = 2.0               # full ties
-        x[5, :] = -np.inf
-        x[5, 1] = 0.0                  # a single finite logit
-        x[9, :] *= 300.0               # a saturated row
-        return x.astype(dtype)
 
+def make_x(rows, n, dtype):
+    x = np.random.default_rng(n).normal(size=(rows, n)) * 6.0
+    x[::7, 3] = -np.inf            # masks
+    x[::11, :] = 2.0               # full ties
+    x[5, :] = -np.inf
+    x[5, 1] = 0.0                  # a single finite logit
+    x[9, :] *= 300.0               # a saturated row
+    return x.astype(dtype)
+
+
+def child_job():
+    """In each child (``_children``): the JSON of the Summaries, and the
+    vector registers its compiled kernels use."""
     out = {}
     for dt in ("float32", "float64"):
         for n, rows in ((64, 3000), (1024, 300)):
@@ -61,7 +66,6 @@ CHILD = textwrap.dedent("""
                                              seed=4, target="random",
                                              backend="cpu").to_json()
     # the registers of every compiled kernel: which vector widths the build used
-    import re, importlib, pkgutil, numba, fastsoftmax._kernels as K
     regs = {"xmm": 0, "ymm": 0, "zmm": 0}
     for m in pkgutil.iter_modules(K.__path__):
         mod = importlib.import_module(f"fastsoftmax._kernels.{m.name}")
@@ -69,30 +73,12 @@ CHILD = textwrap.dedent("""
             if isinstance(f, numba.core.registry.CPUDispatcher) and f.signatures:
                 for asm in f.inspect_asm().values():
                     for r in regs:
-                        regs[r] += len(re.findall(r"%" + r + r"\\d", asm))
+                        regs[r] += len(re.findall(r"%" + r + r"\d", asm))
     # and of the row pass itself (the summarize kernel's hot loop)
-    from fastsoftmax.backends import cpu
     row = cpu.kernel_vector_width()[1]
-    regs["row pass"] = {r: int(re.search(r"(\\d+) " + r, row).group(1)) for r in ("xmm", "ymm", "zmm")}
-    print("REGS " + json.dumps(regs))
-    print("RESULT " + json.dumps(out))
-""")
-
-
-def _start(name, **env):
-    cache = os.path.join(REPO, ".pytest_cache", "fastsoftmax-bits", name)
-    os.makedirs(cache, exist_ok=True)
-    return subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=subprocess_env(NUMBA_CACHE_DIR=str(cache), **env))
-
-
-def _result(p):
-    out, err = p.communicate(timeout=1500)
-    lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
-    regs = [ln for ln in out.splitlines() if ln.startswith("REGS ")]
-    assert p.returncode == 0 and lines and regs, err[-4000:]
-    return json.loads(lines[-1][len("RESULT "):]), json.loads(regs[-1][len("REGS "):])
+    regs["row pass"] = {r: int(re.search(r"(\d+) " + r, row).group(1))
+                        for r in ("xmm", "ymm", "zmm")}
+    return {"summaries": out, "regs": regs}
 
 
 def _host_has_avx512():
@@ -100,18 +86,19 @@ def _host_has_avx512():
     return ll.get_host_cpu_features().get("avx512f", False)
 
 
-def test_same_bits_across_vector_widths():
+def test_same_bits_across_vector_widths(tmp_path_factory):
     targets = {
-        "256-bit (haswell: AVX2, FMA)": dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES=""),
-        "128-bit (haswell, FASTSOFTMAX_VECTOR_WIDTH=128)": dict(
-            NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="", FASTSOFTMAX_VECTOR_WIDTH="128"),
+        "256-bit (haswell: AVX2, FMA)": "256",
+        "128-bit (haswell, FASTSOFTMAX_VECTOR_WIDTH=128)": "128",
     }
     if _host_has_avx512():
-        targets["512-bit (the host: AVX-512)"] = {}
+        targets["512-bit (the host: AVX-512)"] = "host"
     # the cold compilations run side by side
-    children = {name: _start(f"t{i}", **env)
-                for i, (name, env) in enumerate(targets.items())}
-    got = {name: _result(p) for name, p in children.items()}
+    answers = _children.results(tmp_path_factory, *targets.values())
+    for name, setting in targets.items():
+        assert "error" not in answers[setting], (name, answers[setting]["error"])
+    got = {name: (answers[s]["bits"]["summaries"], answers[s]["bits"]["regs"])
+           for name, s in targets.items()}
     print("compared: " + "; ".join(f"{name} (registers used: {regs})"
                                      for name, (_, regs) in got.items()))
     (ref_name, (ref, _)), *rest = got.items()

@@ -3,17 +3,13 @@ chunk by chunk against a float64 reference computed from the definition;
 the numbers of the row-at-a-time path, bit for bit, where the whole row is
 one segment; bad and masked chunks; float64 extremes; the same bits at 128
 and 256 bits; the observables from the one-pass row statistics."""
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 from numba import njit
 
+import _children
 import fastsoftmax as fs
-from helpers import REPO, RTOL, subprocess_env
+from helpers import RTOL
 from fastsoftmax._config import FASTMATH
 from fastsoftmax._kernels import stream as _stream
 from fastsoftmax._kernels.row import NOBS, logobs, row_bad, row_state, state_merge
@@ -23,21 +19,51 @@ from fastsoftmax.registries import TARGET_ARGMAX, TARGET_LABELS
 CHUNK = _stream.STREAM_CHUNK
 
 
-@njit(fastmath=FASTMATH, error_model="numpy", cache=True)   # cached: the children's too
-def _chunked(x, chunk):
-    vector_width()
-    return _stream.chunked_state(x, x.shape[0], chunk, x)
+def _build(key):
+    """The test's kernels, compiled once into numba's cache (the children's
+    too): ``key``, the package kernels' source key, is in their closure, so
+    the cache index changes with the sources they inline."""
+    jit = dict(fastmath=FASTMATH, error_model="numpy", cache=True)
+
+    @njit(**jit)
+    def chunked(x, chunk):
+        key  # noqa: B018  (part of the cache key)
+        vector_width()
+        return _stream.chunked_state(x, x.shape[0], chunk, x)
+
+    @njit(**jit)
+    def row(x):
+        key  # noqa: B018
+        vector_width()
+        return row_state(x, x.shape[0])
+
+    @njit(cache=True)
+    def merge(a, b):
+        key  # noqa: B018
+        return state_merge(a[0], a[1], a[2], a[3], a[4], a[5],
+                           b[0], b[1], b[2], b[3], b[4], b[5])
+
+    @njit(**jit)
+    def stream_logobs(x, ymode, labels):
+        key  # noqa: B018
+        rows, n = x.shape
+        out = np.empty((rows, NOBS))
+        bad = np.zeros(rows, np.bool_)
+        for r in range(rows):
+            vector_width()
+            xr = x[r]
+            m1, m2, rr, e2, e3, v, y_top, xy, ey, b = _stream.stream_stats(
+                xr, n, ymode, labels[r], 0.5, xr)
+            lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
+            for k in range(NOBS):
+                out[r, k] = lam[k]
+            bad[r] = b
+        return out, bad
+
+    return chunked, row, merge, stream_logobs
 
 
-@njit(fastmath=FASTMATH, error_model="numpy")
-def _row(x):
-    vector_width()
-    return row_state(x, x.shape[0])
-
-
-@njit
-def _merge(a, b):
-    return state_merge(a[0], a[1], a[2], a[3], a[4], a[5], b[0], b[1], b[2], b[3], b[4], b[5])
+_chunked, _row, _merge, _stream_logobs = _build(_children.source_key())
 
 
 def _ref(x):
@@ -157,55 +183,23 @@ def test_state_merge_across_the_float64_range():
     assert got == (1e308, 1e308, 1.0, 1.0, 1.0, 0.0) == tuple(_ref(x))
 
 
-CHILD = """
-import json, sys
-import numpy as np
-sys.argv = ['x']
-import test_stream as t
-out = {}
-for dt in ("float32", "float64"):
-    for i, x in enumerate(t._rows(np.dtype(dt))):
-        out[f"{dt} {i}"] = [float(v).hex() for v in t._chunked(x, t.CHUNK)]
-print("RESULT " + json.dumps(out))
-"""
+def child_job():
+    """In each child (``_children``): the state of every row of ``_rows``,
+    both dtypes, as float hex strings."""
+    return {f"{dt} {i}": [float(v).hex() for v in _chunked(x, CHUNK)]
+            for dt in ("float32", "float64") for i, x in enumerate(_rows(np.dtype(dt)))}
 
 
-def test_same_bits_at_128_and_256_bits():
+def test_same_bits_at_128_and_256_bits(tmp_path_factory):
     """The chunks, lanes and merges are the code's: a 256-bit (AVX2, FMA)
-    and a 128-bit build give the same state, bit for bit.  (Each child's
-    numba cache is kept under .pytest_cache, so a second run is warm; numba
-    keys its entries by the sources and the CPU target.)"""
-    res = []
+    and a 128-bit build give the same state, bit for bit.  (The children
+    are test_bits' too: one a build for the whole test run.)"""
+    res = _children.results(tmp_path_factory, "256", "128")      # side by side
     for width in ("256", "128"):
-        env = subprocess_env(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="",
-                             FASTSOFTMAX_VECTOR_WIDTH=width,
-                             NUMBA_CACHE_DIR=os.path.join(REPO, ".pytest_cache",
-                                                          "fastsoftmax-stream", width))
-        env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
-        p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                           env=env, timeout=900)
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        assert p.returncode == 0 and lines, p.stderr[-3000:]
-        res.append(json.loads(lines[-1][len("RESULT "):]))
-    assert res[0] == res[1]
-    assert len(res[0]) == 2 * len(_rows(np.float32))
-
-
-@njit(fastmath=FASTMATH, error_model="numpy")
-def _stream_logobs(x, ymode, labels):
-    rows, n = x.shape
-    out = np.empty((rows, NOBS))
-    bad = np.zeros(rows, np.bool_)
-    for r in range(rows):
-        vector_width()
-        xr = x[r]
-        m1, m2, rr, e2, e3, v, y_top, xy, ey, b = _stream.stream_stats(xr, n, ymode, labels[r],
-                                                                      0.5, xr)
-        lam = logobs(m1, m2, rr, e2, e3, v, y_top, xy, ey)
-        for k in range(NOBS):
-            out[r, k] = lam[k]
-        bad[r] = b
-    return out, bad
+        assert "error" not in res[width], res[width]["error"]
+    w256, w128 = res["256"]["stream"], res["128"]["stream"]
+    assert w256 == w128
+    assert len(w256) == 2 * len(_rows(np.float32))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

@@ -4,15 +4,13 @@ determinism across threads and chunking; memmap input."""
 import json
 import math
 import os
-import subprocess
-import sys
 import tracemalloc
 
 import numpy as np
 import pytest
 
+import _children
 import fastsoftmax as fs
-from helpers import subprocess_env
 from fastsoftmax import _config
 
 
@@ -165,12 +163,7 @@ print(json.dumps(fs.summarize(x, target=3).to_dict(), sort_keys=True))
 
 
 def test_one_thread_equals_two_threads():
-    outs = []
-    for threads in ("1", "2"):
-        env = subprocess_env(NUMBA_NUM_THREADS=threads)
-        out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True,
-                             capture_output=True, text=True, cwd=os.path.dirname(__file__))
-        outs.append(out.stdout)
+    outs = _children.at_threads(SCRIPT, cwd=os.path.dirname(__file__))
     assert outs[0] == outs[1]
     assert json.loads(outs[0])["accumulator"]["count"] == 20000
 
@@ -190,12 +183,7 @@ def test_groups_of_blocks_change_no_bit(monkeypatch, n, rows):
     assert fs.summarize(x).to_json() == ref
 
 
-TILE_SCRIPT = """
-import json, numpy as np, fastsoftmax as fs
-from fastsoftmax.backends import cpu
-from fastsoftmax.models import DotProduct, Gaussian
-
-def make_x(rows, n, dt):
+def _tile_x(rows, n, dt):
     x = np.random.default_rng(n).normal(size=(rows, n)) * 8.0
     x[::7, 3] = -np.inf
     x[::11, :] = 2.0
@@ -204,52 +192,52 @@ def make_x(rows, n, dt):
     x[9, :] *= 300.0
     return x.astype(dt)
 
-def means(s):
+
+def _means(s):
     return {k: [s[k].mean, s[k].log10_mean] for k in fs.OBS_NAMES} | {
         "count": s.samples, "skipped": s.skipped}
 
-out = {"tile_max_n": cpu.TILE_MAX_N}
-for dt in ("float32", "float64"):
-    for n, rows in ((40, 700), (17, 300)):
-        x = make_x(rows, n, dt)
-        lab = np.random.default_rng(1).integers(0, n, size=rows)
-        obs = fs.observables(x, target=lab)
-        out[f"obs {dt} {n}"] = {k: np.asarray(v).tolist() for k, v in obs.items()}
-        out[f"sum {dt} {n}"] = means(fs.summarize(x, target=lab))
-        x[123, 4] = np.nan
-        out[f"omit {dt} {n}"] = means(fs.summarize(x, nan_policy="omit"))
-        try:
-            fs.summarize(x)
-        except ValueError as e:
-            out[f"raise {dt} {n}"] = str(e)
-out["gaussian"] = means(fs.simulate(Gaussian(n=64, scale=3.0), 5000, seed=3))
-out["dotproduct"] = means(fs.simulate(DotProduct(n=30, d_k=64), 5000, seed=4,
-                                      target="random"))
-print("RESULT " + json.dumps(out))
-"""
+
+def tile_job():
+    """The numbers the tile test compares, from this process's build (in the
+    tile child of ``_children``, and in the test's process for the row path)."""
+    from fastsoftmax.backends import cpu
+    from fastsoftmax.models import DotProduct, Gaussian
+    out = {"tile_max_n": cpu.TILE_MAX_N}
+    for dt in ("float32", "float64"):
+        for n, rows in ((40, 700), (17, 300)):
+            x = _tile_x(rows, n, dt)
+            lab = np.random.default_rng(1).integers(0, n, size=rows)
+            obs = fs.observables(x, target=lab)
+            out[f"obs {dt} {n}"] = {k: np.asarray(v).tolist() for k, v in obs.items()}
+            out[f"sum {dt} {n}"] = _means(fs.summarize(x, target=lab))
+            x[123, 4] = np.nan
+            out[f"omit {dt} {n}"] = _means(fs.summarize(x, nan_policy="omit"))
+            try:
+                fs.summarize(x)
+            except ValueError as e:
+                out[f"raise {dt} {n}"] = str(e)
+    out["gaussian"] = _means(fs.simulate(Gaussian(n=64, scale=3.0), 5000, seed=3))
+    out["dotproduct"] = _means(fs.simulate(DotProduct(n=30, d_k=64), 5000, seed=4,
+                                           target="random"))
+    # what a child would print: JSON's floats and lists
+    return json.loads(json.dumps(out))
 
 
-def _tile_result(env):
-    out = subprocess.run([sys.executable, "-c", TILE_SCRIPT], env=env, capture_output=True,
-                         text=True, cwd=os.path.dirname(__file__), timeout=1500)
-    assert out.returncode == 0, out.stderr[-4000:]
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
-
-
-def test_tile_path_switched_on_agrees_with_the_row_path():
+def test_tile_path_switched_on_agrees_with_the_row_path(tmp_path_factory):
     """FASTSOFTMAX_TILE=1 builds the kernels with the tile path (16 short rows
     one per lane; absent from the default build): per-row observables,
     summaries of arrays and generated rows, and bad rows (omitted, or the
     same error) agree with the row-at-a-time path to rounding (two float32
     paths each within RTOL of the exact value; a log10 near 0, where the two
     orders of the float32 sums leave different last digits in 1 - p_y = (1 +
-    t (R - e_y)) / S for a target just below the top, also within 1e-12)."""
-    from helpers import REPO
-    cache = os.path.join(REPO, ".pytest_cache", "fastsoftmax-tile")
-    os.makedirs(cache, exist_ok=True)
-    tile = _tile_result(subprocess_env(FASTSOFTMAX_TILE="1", NUMBA_CACHE_DIR=cache))
-    row = _tile_result(subprocess_env(FASTSOFTMAX_TILE="0"))
+    t (R - e_y)) / S for a target just below the top, also within 1e-12).
+    The tile build is a child's (``_children``); the row path is this
+    process's default build, or a child's where this process has the tile
+    path switched on."""
+    from fastsoftmax.backends import cpu
+    tile = _children.job(tmp_path_factory, "tile", "tile")
+    row = tile_job() if cpu.TILE_MAX_N == 0 else _children.job(tmp_path_factory, "row", "tile")
     assert tile.pop("tile_max_n") > 0 and row.pop("tile_max_n") == 0
     assert tile.keys() == row.keys()
     for key in row:

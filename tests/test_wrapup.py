@@ -4,9 +4,10 @@ Values are computed from the quantities at hand (1/S, a/S, t/S^2, ...)
 where that is exact to a few ulps, and from their logs where t = exp(-g) or
 a value leaves the normal range (gaps beyond ~708, results subnormal or
 zero).  Rows built to sit on both sides of that switch (gaps 690 ... 1e4,
-ties, S up to 2e4, targets on top, second and last) go through
-``fs.observables`` and ``fs.summarize`` and are compared with the 60-digit
-reference of ``tests/reference.py``; the block wrap-up (``block_observables``,
+ties, S up to 3e3 on the one-pass path of long rows, targets on top, second
+and last) go through ``fs.observables`` and ``fs.summarize`` and are
+compared with the reference of ``tests/reference.py`` at 30 digits (18
+above the 1e-12 asserted); the block wrap-up (``block_observables``,
 what summarize reduces) gives the bits of the per-row one (``obs_row``),
 and both match an mpmath evaluation of the formulas from row statistics no
 small row reaches (R up to 1e12).
@@ -18,9 +19,11 @@ import numpy as np
 import pytest
 from numba import njit
 
+import _children
 import fastsoftmax as fs
 from reference import log10_mp, observables_mp_targets
 from fastsoftmax._kernels.row import INV_LN10, NOBS, NSTATS, block_observables, obs_row
+from fastsoftmax._kernels.stream import STREAM_CHUNK as CHUNK, STREAM_MIN_N
 
 TINY = float(np.finfo(np.float64).tiny)
 SUB = 2.0 ** -1074              # the spacing of subnormal float64s
@@ -49,13 +52,22 @@ def gap_rows():
     return out
 
 
+#: long enough for the one-pass path (n >= STREAM_MIN_N = 4096: several
+#: chunks of 1,024 merged) and for S in the thousands, where 1/S, p_top and
+#: 1 - p_top are far from the small rows' values
+BIG_N = 5_000
+#: the reference's digits: 18 beyond the 1e-12 asserted
+DPS = 30
+
+
 def big_rows():
-    """S huge: tens of thousands of terms near the top."""
-    x = np.zeros(20_000)
+    """S huge: thousands of terms near the top."""
+    assert BIG_N >= STREAM_MIN_N and BIG_N > 4 * CHUNK
+    x = np.zeros(BIG_N)
     x[0] = 0.5
-    y = np.zeros(20_000)                          # all tied: p = 1/n
-    z = np.random.default_rng(2).normal(size=20_000) * 1e-3
-    return [("S=1.2e4", x), ("all tied", y), ("near ties", z)]
+    y = np.zeros(BIG_N)                           # all tied: p = 1/n
+    z = np.random.default_rng(2).normal(size=BIG_N) * 1e-3
+    return [("S=3e3", x), ("all tied", y), ("near ties", z)]
 
 
 def _check_value(got, ref, what, rtol):
@@ -84,7 +96,7 @@ def test_observables_match_mpmath_near_and_below_the_normal_range(rows):
         n = x.size
         top = int(np.argmax(x))
         ys = [None, 1, n - 1] if n > 2 else [None, 1]
-        refs = observables_mp_targets([float(v) for v in x], ys, 60)
+        refs = observables_mp_targets([float(v) for v in x], ys, DPS)
         m1, m2 = np.sort(x)[-2:][::-1]
         normal = math.exp(m2 - m1) >= TINY      # t; and, per target, every value
         for y in ys:
@@ -120,22 +132,32 @@ def test_summaries_take_the_per_row_numbers():
 # --------------------------------------------------------------------------
 # the wrap-up alone, from row statistics
 
-@njit
-def _block(st, nr):
-    val = np.empty((2 * NOBS + 1, nr))
-    block_observables(st, nr, val)
-    return val
+def _build(key):
+    """The wrap-ups as the kernels compile them, cached: ``key``, the package
+    kernels' source key, is in their closure, so numba's cache index changes
+    with the sources they inline."""
+    @njit(cache=True)
+    def block(st, nr):
+        key  # noqa: B018  (part of the cache key)
+        val = np.empty((2 * NOBS + 1, nr))
+        block_observables(st, nr, val)
+        return val
+
+    @njit(cache=True)
+    def one(st, i):
+        key  # noqa: B018
+        val, lam = obs_row(st[0, i], st[1, i], st[2, i], st[3, i], st[4, i], st[5, i],
+                           st[6, i] != 0.0, st[7, i], st[8, i])
+        out = np.empty(2 * NOBS)
+        for k in range(NOBS):
+            out[k] = val[k]
+            out[NOBS + k] = lam[k] * INV_LN10
+        return out
+
+    return block, one
 
 
-@njit
-def _one(st, i):
-    val, lam = obs_row(st[0, i], st[1, i], st[2, i], st[3, i], st[4, i], st[5, i],
-                       st[6, i] != 0.0, st[7, i], st[8, i])
-    out = np.empty(2 * NOBS)
-    for k in range(NOBS):
-        out[k] = val[k]
-        out[NOBS + k] = lam[k] * INV_LN10
-    return out
+_block, _one = _build(_children.source_key())
 
 
 def _stats():
@@ -156,8 +178,8 @@ def _stats():
 
 def _mp_values(c):
     """The observables' values by the formulas of ``_kernels/row.py``'s
-    docstring, in 50-digit arithmetic from the float64 statistics c."""
-    with mpmath.workdps(50):
+    docstring, in DPS-digit arithmetic from the float64 statistics c."""
+    with mpmath.workdps(DPS):
         m1, m2, r, e2, e3, v, ytop, xy, ey = (mpmath.mpf(float(z)) for z in c[:9])
         g = m1 - m2
         t = mpmath.exp(-g)
