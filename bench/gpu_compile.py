@@ -59,12 +59,12 @@ CCS = ((8, 0), (9, 0))
 #: resident blocks
 SM_LIMITS = {(8, 0): dict(regs=65536, smem=167936, threads=2048, blocks=32),
              (9, 0): dict(regs=65536, smem=233472, threads=2048, blocks=32)}
-# float64 arithmetic in PTX (moves, loads, stores and conversions excluded)
 # PTX instructions that fast math would bring: flushed float32 arithmetic and
 # approximate transcendentals/division (libdevice's accurate float64 routines
 # seed a Newton step with rcp.approx.ftz.f64, which is fine)
 FASTMATH_PTX = re.compile(r"\.ftz\.f32|\b(ex2|lg2|sin|cos|tanh|rsqrt|sqrt|div|rcp)"
                           r"\.approx\.(ftz\.)?f32")
+# float64 arithmetic in PTX (moves, loads, stores and conversions excluded)
 _F64_OP = re.compile(r"^\s*(?:@%p\d+\s+)?(add|sub|mul|fma|div|rcp|sqrt|min|max|neg|abs|"
                      r"setp\.[a-z]+|ex2|lg2)(?:\.[a-z0-9]+)*\.f64\b", re.M)
 
