@@ -27,6 +27,19 @@ def dtype(request):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests (``pytestmark =
+    pytest.mark.usefixtures("one_torch_thread")``): their tensors are tiny, so
+    a second thread gains nothing, and on cores shared with the other test
+    processes torch's waiting OpenMP workers cost CPU time."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 # --------------------------------------------------------------------------
 # one small `verify` run for the whole test run: the command line's
 # ``fastsoftmax verify --out DIR`` in process (DIR's parents missing), once

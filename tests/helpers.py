@@ -46,6 +46,19 @@ VERIFY_ARGS = (["verify", "--samples", str(VERIFY_RUN["samples"]),
 THR = (1e-3, 1e-6, 1e-9)
 
 
+def edge_rows(rows, n, dtype, seed, scale=6.0):
+    """Gaussian logits (``scale`` wide) with every kind of row a kernel
+    branches on: -inf masks, full ties, a single finite logit, a saturated
+    row (n >= 4, rows >= 10)."""
+    x = np.random.default_rng(seed).normal(size=(rows, n)) * scale
+    x[::7, 3] = -np.inf            # masks
+    x[::11, :] = 2.0               # full ties
+    x[5, :] = -np.inf
+    x[5, 1] = 0.0                  # a single finite logit
+    x[9, :] *= 300.0               # a saturated row
+    return x.astype(dtype)
+
+
 def binom_se(p, rows):
     """The standard error of a fraction p over ``rows`` rows (at least that of 1/rows)."""
     return math.sqrt(max(p * (1.0 - p), 1.0 / rows) / rows)

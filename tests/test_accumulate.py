@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from helpers import REPO
+from helpers import REPO, edge_rows
 from fastsoftmax._kernels import sketch as _sketch
 from fastsoftmax._kernels.row import NOBS
 from fastsoftmax.accumulate import (NCH, Accumulator, Extremes, Moments, Sketch,
@@ -342,32 +342,23 @@ def test_accumulator_add_in_place_never_changes_the_argument():
 # --------------------------------------------------------------------------
 # JSON byte for byte that of 0.2.0
 
-def _rows(rows, n, dtype, seed, scale=6.0):
-    x = np.random.default_rng(seed).normal(size=(rows, n)) * scale
-    x[::7, 3] = -np.inf            # masks
-    x[::11, :] = 2.0               # full ties
-    x[5, :] = -np.inf
-    x[5, 1] = 0.0                  # a single finite logit
-    x[9, :] *= 300.0               # a saturated row
-    return x.astype(dtype)
-
 
 def golden_summaries():
     """Small summaries of fixed inputs: each kind of input and each model."""
     out = {}
     for dt in ("float32", "float64"):
-        x = _rows(60, 16, dt, seed=0)
+        x = edge_rows(60, 16, dt, seed=0)
         out[f"summarize {dt}"] = fs.summarize(x)
         out[f"summarize {dt} thresholds class 3"] = fs.summarize(x, thresholds=(0.5, 1e-4),
                                                                 target=3)
         lab = np.random.default_rng(1).integers(0, 16, size=60)
         out[f"summarize {dt} labels"] = fs.summarize(x, target=lab)
-        xb = _rows(40, 8, dt, seed=3)
+        xb = edge_rows(40, 8, dt, seed=3)
         xb[17, 2] = np.nan
         xb[30, :] = -np.inf
         xb[31, 0] = np.inf
         out[f"summarize {dt} nan omit"] = fs.summarize(xb, nan_policy="omit")
-        out[f"summarize {dt} saturated x300"] = fs.summarize(_rows(30, 8, dt, seed=2) * 300)
+        out[f"summarize {dt} saturated x300"] = fs.summarize(edge_rows(30, 8, dt, seed=2) * 300)
     out["simulate gaussian"] = fs.simulate(Gaussian(n=16, scale=3.0), 300, seed=3,
                                            backend="cpu")
     out["simulate dotproduct exact"] = fs.simulate(DotProduct(n=16, d_k=4096, scaled=False),

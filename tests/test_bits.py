@@ -34,20 +34,12 @@ import numba
 import numpy as np
 
 import _children
+from helpers import edge_rows
 import fastsoftmax as fs
 import fastsoftmax._kernels as K
 from fastsoftmax.backends import cpu
 from fastsoftmax.models import DotProduct, Gaussian
 
-
-def make_x(rows, n, dtype):
-    x = np.random.default_rng(n).normal(size=(rows, n)) * 6.0
-    x[::7, 3] = -np.inf            # masks
-    x[::11, :] = 2.0               # full ties
-    x[5, :] = -np.inf
-    x[5, 1] = 0.0                  # a single finite logit
-    x[9, :] *= 300.0               # a saturated row
-    return x.astype(dtype)
 
 
 def child_job():
@@ -56,7 +48,7 @@ def child_job():
     out = {}
     for dt in ("float32", "float64"):
         for n, rows in ((64, 3000), (1024, 300)):
-            x = make_x(rows, n, dt)
+            x = edge_rows(rows, n, dt, seed=n)
             out[f"summarize {dt} n={n}"] = fs.summarize(x).to_json()
             lab = np.random.default_rng(1).integers(0, n, size=rows)
             out[f"summarize {dt} n={n} labels"] = fs.summarize(x, target=lab).to_json()

@@ -19,14 +19,8 @@ COLUMNS = {"lr", "qk_layernorm", "step", "loss", "module", "head", "max_logit", 
            "grad_logits_norm", "grad_probs_norm", "law_below", "val_loss"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # tiny tensors: one torch thread loses nothing, and on cores shared with
-    # the other test processes torch's waiting OpenMP workers cost CPU time
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: one torch thread (conftest's one_torch_thread fixture)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

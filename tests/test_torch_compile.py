@@ -19,21 +19,12 @@ from fastsoftmax.torch import AttentionProbe            # noqa: E402
 INF = math.inf
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # tiny tensors: one torch thread loses nothing, and on cores shared with
-    # the other test processes torch's waiting OpenMP workers cost CPU time
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 # Dynamo looks at `.grad` of the tensors it wraps under a torch-function mode
 # and hides torch's own non-leaf warning with a display filter, which pytest's
-# "error" filter turns into an exception first: not a warning a user sees
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")
+# "error" filter turns into an exception first: not a warning a user sees;
+# tiny tensors: one torch thread (conftest's one_torch_thread fixture)
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.filterwarnings(
+    "ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")]
 
 
 @pytest.fixture(autouse=True)

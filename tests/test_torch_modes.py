@@ -20,14 +20,8 @@ from fastsoftmax.torch import _logits                   # noqa: E402
 INF = math.inf
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # tiny tensors: one torch thread loses nothing, and on cores shared with
-    # the other test processes torch's waiting OpenMP workers cost CPU time
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: one torch thread (conftest's one_torch_thread fixture)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def gen(seed=0):

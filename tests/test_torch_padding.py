@@ -20,12 +20,8 @@ INF = math.inf
 LENS = [16, 9, 5]           # 30 real tokens in a batch of 3 x 16
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: one torch thread (conftest's one_torch_thread fixture)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def merged_one_by_one(run, seqs):

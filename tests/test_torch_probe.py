@@ -31,12 +31,8 @@ SDPA_RTOL = 1e-14
 MHA_RTOL = 1e-13
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+# tiny tensors: one torch thread (conftest's one_torch_thread fixture)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # --------------------------------------------------------------------------
