@@ -25,13 +25,17 @@ def _sigma_c(n):
 
 def _b_n(n):
     """The Gumbel location of the max of n standard normals: n phi(b) = b
-    (P(max <= b + x/b) -> exp(-e^-x)), by Newton from sigma_c = sqrt(2 ln n)."""
-    ln = np.log(n)
-    b = _sigma_c(n)
+    (P(max <= b + x/b) -> exp(-e^-x)), by Newton from sigma_c = sqrt(2 ln n).
+    Solved once per distinct n: the laws pass n broadcast against their
+    quadrature nodes, where it takes a few values."""
+    n = np.asarray(n, dtype=np.float64)
+    u, inv = np.unique(n, return_inverse=True)
+    ln = np.log(u)
+    b = _sigma_c(u)
     for _ in range(30):
         f = ln - 0.5 * b * b - _LOG_SQRT_2PI - np.log(b)
         b = b + f / (b + 1.0 / b)
-    return b
+    return b[inv.reshape(-1)].reshape(n.shape)
 
 
 def freezing_scale(n: ArrayLike) -> np.ndarray:

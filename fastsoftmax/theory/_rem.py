@@ -109,7 +109,11 @@ def _max_prob_mean(n, s):
     b = _b_n(np.maximum(n, 2.0))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         m = _rem_index(n, s)
-        frozen = _pd_top_mean(np.clip(m, 1e-12, 1.0 - 1e-12))
+        # the PD(m) quadrature only where the row is frozen (m < 1): it is
+        # the costly part, and a mixture's diffuse nodes are many
+        frozen = np.ones(m.shape)
+        live = m < 1.0
+        frozen[live] = _pd_top_mean(np.clip(m[live], 1e-12, 1.0 - 1e-12))
         diffuse = _sp.gamma(1.0 - 1.0 / np.maximum(m, 1.0 + 1e-12)) \
             * np.exp(s * b - 0.5 * s * s) / n
     return np.where(n == 1, 1.0, np.where(m < 1.0, frozen, np.minimum(diffuse, 1.0)))

@@ -1,5 +1,6 @@
 """The PNG figures of ``verify`` (its four panels and the context-length
 figure); matplotlib is imported only when a plot is made."""
+import functools
 import os
 
 import numpy as np
@@ -115,14 +116,22 @@ def _scale_panel(ax, gauss, cross=None, dk_cross=None, law=None):
     ax.legend(fontsize=8, loc="lower left")
 
 
+@functools.lru_cache(maxsize=8)
+def _scale_law_median(n, obs, order, lo, hi):
+    """The law's median on 24 scales in [lo, hi] (a quantile solve per
+    scale: verify's scale panel is drawn twice, alone and in the grid)."""
+    from .. import theory
+    grid = np.geomspace(lo, hi, 24)
+    return grid, theory.Law.gaussian(n, grid).observable(obs, order=order).median()
+
+
 def _scale_law(ax, law, x):
     """The saturation law's median over the scale sweep (order 1, where it
     states an accuracy: sigma >= 2 sigma_c) and its sigma*."""
     from .. import theory
     n = law["n"]
     lo = max(2.0 * float(theory.freezing_scale(n)), float(np.min(x)))
-    grid = np.geomspace(lo, float(np.max(x)), 24)
-    med = theory.Law.gaussian(n, grid).observable(law["obs"], order=law["order"]).median()
+    grid, med = _scale_law_median(n, law["obs"], law["order"], lo, float(np.max(x)))
     ax.plot(grid, np.maximum(med, FLOOR), color="k", ls="--", lw=1.0,
             label=f"saturation law, median (order {law['order']})")
     ax.axvline(law["sigma_star"], color="k", lw=0.8, ls="-.")

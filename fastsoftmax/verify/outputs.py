@@ -33,11 +33,13 @@ def write_outputs(res: Any, out: str) -> list[str]:
         f.write("\n")
     written.append(path)
     # every point's full Summary (sketches included: any quantile can be
-    # recomputed later with fs.Summary.from_dict), compact and gzipped
+    # recomputed later with fs.Summary.from_dict), compact and gzipped;
+    # dumps, not dump: json.dump streams through the pure-Python encoder
     path = os.path.join(out, "summaries.json.gz")
+    text = json.dumps(res.to_dict(summaries=True)["summaries"], allow_nan=False,
+                      separators=(",", ":"))
     with gzip.open(path, "wt", compresslevel=6) as f:
-        json.dump(res.to_dict(summaries=True)["summaries"], f, allow_nan=False,
-                  separators=(",", ":"))
+        f.write(text)
     written.append(path)
     written.extend(plot.verify_plots(res, out))
     return written
