@@ -45,6 +45,11 @@ def test_quick_sweep(inst, tmp_path, capsys, monkeypatch):
     import numba
     law_below = inst.law_below
     monkeypatch.setattr(inst, "law_below", lambda s, c: law_below(s, c, per_decade=2))
+    # the figure (nine panels, most of a draw's cost in laying them out) is
+    # drawn once, by --replot below from the CSVs; the sweep's own call is
+    # recorded: the same function on the same frames and path
+    plot, drawn = inst.plot, []
+    monkeypatch.setattr(inst, "plot", lambda *a: drawn.append(a))
     threads = torch.get_num_threads(), numba.get_num_threads()
     try:
         inst.main(["--quick", "--out", str(tmp_path)])      # sets 1 thread for torch and numba
@@ -71,10 +76,13 @@ def test_quick_sweep(inst, tmp_path, capsys, monkeypatch):
     assert off > 100 * on
     losses = pd.read_csv(tmp_path / "instability_loss.csv")
     assert len(losses) == 2 * 10 and set(losses.columns) == {"lr", "qk_layernorm", "step", "loss"}
-    assert (tmp_path / "instability.png").stat().st_size > 10_000
+    (sweep_df, sweep_losses, sweep_table, png, context), = drawn
+    assert png == str(tmp_path / "instability.png") and context == 64
+    pd.testing.assert_frame_equal(sweep_df, df, check_dtype=False, rtol=1e-5)  # CSV: 6 digits
+    assert len(sweep_losses) == len(losses) and "lead_steps" in sweep_table.columns
     assert "lead_steps" in stdout
-    # --replot redraws from the CSVs alone
-    os.remove(tmp_path / "instability.png")
+    # --replot draws from the CSVs alone
+    monkeypatch.setattr(inst, "plot", plot)
     table = inst.main(["--quick", "--replot", "--out", str(tmp_path)])
     assert "lead_steps" in table.columns and "lead_steps" in capsys.readouterr().out
     assert (tmp_path / "instability.png").stat().st_size > 10_000
