@@ -97,8 +97,11 @@ class ProbeMode(TorchFunctionMode):
     def __init__(self, dispatch: Callable, eager: bool) -> None:
         super().__init__()
         # disabled on both roads: a frame called from a compiled region (after
-        # a graph break) is itself handed to Dynamo unless it is disabled
+        # a graph break) is itself handed to Dynamo unless it is disabled.
+        # Wrapped here, not at class definition: torch.compiler.disable
+        # imports Dynamo (seconds), which importing the probe need not do
         self._dispatch = torch.compiler.disable(dispatch)
+        self.flush = torch.compiler.disable(self._flush)
         self._eager = eager
         self.pending: list = []     # flex_attention calls not summarised yet
 
@@ -116,9 +119,8 @@ class ProbeMode(TorchFunctionMode):
             self.flush()
         return out
 
-    @torch.compiler.disable
-    def flush(self) -> None:
-        """Summarise the pending flex_attention calls."""
+    def _flush(self) -> None:
+        """Summarise the pending flex_attention calls (``self.flush``, disabled)."""
         pending, self.pending[:] = list(self.pending), []
         for args, kwargs in pending:
             self._dispatch(FLEX, args, kwargs, False)

@@ -513,6 +513,7 @@ class AttentionProbe:
             # one mode per probe: compiled graphs guard on the mode object, so a
             # new one at every entry would recompile every probed forward
             self._mode = _ic.ProbeMode(self._dispatch, self.eager)
+            self._on_fused = torch.compiler.disable(self._on_fused_module)
         try:
             self._mode.__enter__()
         except BaseException:
@@ -686,7 +687,7 @@ class AttentionProbe:
         try:
             if (len(rest) == 2 and fr.fused is not None and fr.suspended
                     and not self._skipping):
-                self._on_fused_module(fr, args, rest[0])
+                self._on_fused(fr, args, rest[0])
         finally:
             st.pop()
             if fr.suspended:
@@ -765,8 +766,8 @@ class AttentionProbe:
         self._agg.add_call(name, spec, count, self._query_mask)
         self._seen += 1
 
-    @torch.compiler.disable
     def _on_fused_module(self, fr, args, kwargs):
+        # called as self._on_fused: disabled for Dynamo (made with the mode)
         m = fr.module
         if fr.fused == "mha":
             name = self._module_name(m)
