@@ -598,6 +598,15 @@ def _child_sim():
     import time
     import traceback
     from fastsoftmax.backends.cuda import _kernels
+    # The simulator runs a block's threads as Python threads, and its block
+    # manager polls them in a loop that keeps the GIL: a thread released at
+    # a barrier (cuda.syncthreads, the shuffles' stand-in) gets the GIL only
+    # when the interpreter takes it from the poller, once a switch interval
+    # (5 ms by default).  At 1 ms a barrier costs a fraction as much, and
+    # shorter intervals lose more to the switches themselves.  What a kernel
+    # computes does not depend on how its threads interleave between
+    # barriers (the bitwise checks here hold under any order, as on a device).
+    sys.setswitchinterval(1e-3)
     ok, why = _kernels.probe()
     res = {"_probe": [ok, why]}
     try:
