@@ -1053,14 +1053,18 @@ def _state_ref(x):
     return (m1, m2, e.sum(), (e * e).sum(), (e ** 3).sum(), (e * (m2 - rest)).sum())
 
 
-@pytest.fixture(scope="module")
-def split_state():
+def _build_split_state(key):
+    """The strided split and lane-order merge, compiled into numba's cache:
+    ``key``, the package kernels' source key, is in its closure, so the
+    cache index changes with the row math it inlines, not only with this
+    file."""
     import numba
 
     from fastsoftmax._kernels.row import row_state, state_merge
 
-    @numba.njit
+    @numba.njit(cache=True)
     def f(x, G):
+        key  # noqa: B018  (part of the cache key)
         n = x.size
         s = row_state(x[0::G], (n + G - 1) // G)
         for lane in range(1, G):
@@ -1069,6 +1073,12 @@ def split_state():
                             t[0], t[1], t[2], t[3], t[4], t[5])
         return s
     return f
+
+
+@pytest.fixture(scope="module")
+def split_state():
+    import _children
+    return _build_split_state(_children.source_key())
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
