@@ -190,8 +190,9 @@ def _scenarios():
     add("sim_gauss_n1", sim_gauss_n1)
 
     def sim_gauss_n33_sampled():
-        # 32-row row-blocks, 64-thread tiles: 2 row-blocks per tile (merged)
-        _patch(tpb=64, block_logits=4096)
+        # 32-row row-blocks (2 * 32 * 33 logits <= 2048), 64-thread tiles:
+        # 2 row-blocks per tile (merged)
+        _patch(tpb=64, block_logits=2048)
         return _sim_pair(Gaussian(n=33, scale=2.0), 120, seed=3, target="sampled")
     add("sim_gauss_n33_sampled", sim_gauss_n33_sampled)
 
