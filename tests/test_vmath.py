@@ -21,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+import _children  # noqa: E402
 from fastsoftmax._kernels.vmath import fmax, fmin, vexp, vlog, vsincos  # noqa: E402
 from fastsoftmax._kernels import vmath as _vmath  # noqa: E402
 
@@ -40,37 +41,48 @@ CHUNK = 1 << 22
 # ---------------------------------------------------------------------------
 # ulp distance
 
-def _ordered(a):
-    """Bit patterns mapped onto a monotonic int64 line (-0 and +0 -> 0)."""
-    a = np.asarray(a)
-    if a.dtype == np.float32:
-        i = a.view(np.int32).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-    assert a.dtype == np.float64
-    i = a.view(np.int64)
-    return np.where(i < 0, -(i & 0x7FFFFFFFFFFFFFFF), i)
+@numba.njit(cache=True)
+def _ulp_dist_kernel(a, b, ia, ib, magnitude, out):
+    """ulp_dist element by element (numba's default flags: IEEE NaN and
+    infinity tests): ia, ib are a's and b's bit patterns, mapped onto a
+    monotonic int64 line (-0 and +0 -> 0) by clearing the sign bit
+    (``magnitude``) of negative patterns and negating."""
+    for i in range(a.size):
+        x, y = a[i], b[i]
+        p, q = np.int64(ia[i]), np.int64(ib[i])
+        if p < 0:
+            p = -(p & magnitude)
+        if q < 0:
+            q = -(q & magnitude)
+        d = abs(p - q)          # overflows only for opposite signs, large: BIG below
+        nx, ny = x != x, y != y
+        if nx and ny:
+            d = 0
+        if nx != ny or np.isinf(x) != np.isinf(y):
+            d = BIG
+        opp = np.signbit(x) != np.signbit(y) and (abs(x) >= 1 or abs(y) >= 1)
+        if opp and x != y:
+            d = BIG
+        out[i] = d
 
 
 def ulp_dist(a, b):
-    """Number of representable values between a and b (same dtype).
+    """Number of representable values between a and b (same dtype, same
+    shape).
 
     0 for equal values (+0 == -0) and for NaN vs NaN; huge when exactly one is
     NaN, when exactly one is infinite, or when the signs differ on values too
     large for the int64 difference.
     """
-    a = np.asarray(a)
-    b = np.asarray(b)
-    assert a.dtype == b.dtype
-    ia, ib = _ordered(a), _ordered(b)
-    with np.errstate(over="ignore"):
-        d = np.abs(ia - ib)
-    na, nb = np.isnan(a), np.isnan(b)
-    d = np.where(na & nb, 0, d)
-    d = np.where(na ^ nb, BIG, d)
-    d = np.where(np.isinf(a) ^ np.isinf(b), BIG, d)
-    opp = (np.signbit(a) ^ np.signbit(b)) & (np.maximum(abs(a), abs(b)) >= 1)
-    d = np.where(opp & (a != b), BIG, d)
-    return d
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.dtype in (F32, F64)
+    it, magnitude = (np.int32, 0x7FFFFFFF) if a.dtype == F32 else (np.int64, 0x7FFFFFFFFFFFFFFF)
+    out = np.empty(a.shape, np.int64)
+    _ulp_dist_kernel(a.ravel(), b.ravel(), a.view(it).ravel(), b.view(it).ravel(),
+                     magnitude, out.ravel())
+    return out
 
 
 def test_ulp_dist_helper():
@@ -85,55 +97,84 @@ def test_ulp_dist_helper():
 
 
 # ---------------------------------------------------------------------------
-# jitted evaluation loops (the fast-math flags of the hot kernels)
+# jitted evaluation loops (the fast-math flags of the hot kernels), compiled
+# into numba's cache: ``key`` (the package kernels' source key) is in their
+# closure, so the cache index changes with the sources of the functions they
+# inline, not only with this file
 
-@numba.njit(fastmath=FASTMATH)
-def _map_exp(x, out):
-    for i in range(x.size):
-        out[i] = vexp(x[i])
+def _build(key):
+    jit = dict(fastmath=FASTMATH, cache=True)
+
+    @numba.njit(**jit)
+    def map_exp(x, out):
+        key  # noqa: B018  (part of the cache key)
+        for i in range(x.size):
+            out[i] = vexp(x[i])
+
+    @numba.njit(**jit)
+    def map_exp_normal(x, out):
+        key  # noqa: B018
+        for i in range(x.size):
+            out[i] = _vmath.vexp_normal(x[i])
+
+    @numba.njit(**jit)
+    def map_log(x, out):
+        key  # noqa: B018
+        for i in range(x.size):
+            out[i] = vlog(x[i])
+
+    @numba.njit(**jit)
+    def map_sincos(x, s, c):
+        key  # noqa: B018
+        for i in range(x.size):
+            s[i], c[i] = vsincos(x[i])
+
+    @numba.njit(**jit)
+    def map_minmax(a, b, mx, mn):
+        key  # noqa: B018
+        for i in range(a.size):
+            mx[i] = fmax(a[i], b[i])
+            mn[i] = fmin(a[i], b[i])
+
+    @numba.njit(cache=True)
+    def map_minmax_generic(a, b, mx, mn):
+        """The generic (non-CPU) versions other targets use, with numba's
+        default flags."""
+        key  # noqa: B018
+        for i in range(a.size):
+            mx[i] = _vmath._fmax_generic(a[i], b[i])
+            mn[i] = _vmath._fmin_generic(a[i], b[i])
+
+    @numba.njit(**jit)
+    def sum_exp(x, m):
+        key  # noqa: B018
+        s = m - m
+        for i in range(x.size):
+            s += vexp(x[i] - m)
+        return s
+
+    @numba.njit(**jit)
+    def reduce_max(x):
+        key  # noqa: B018
+        m = x[0]
+        for i in range(x.size):
+            m = fmax(m, x[i])
+        return m
+
+    @numba.njit(**jit)
+    def reduce_min(x):
+        key  # noqa: B018
+        m = x[0]
+        for i in range(x.size):
+            m = fmin(m, x[i])
+        return m
+
+    return (map_exp, map_exp_normal, map_log, map_sincos, map_minmax, map_minmax_generic,
+            sum_exp, reduce_max, reduce_min)
 
 
-@numba.njit(fastmath=FASTMATH)
-def _map_log(x, out):
-    for i in range(x.size):
-        out[i] = vlog(x[i])
-
-
-@numba.njit(fastmath=FASTMATH)
-def _map_sincos(x, s, c):
-    for i in range(x.size):
-        s[i], c[i] = vsincos(x[i])
-
-
-@numba.njit(fastmath=FASTMATH)
-def _map_minmax(a, b, mx, mn):
-    for i in range(a.size):
-        mx[i] = fmax(a[i], b[i])
-        mn[i] = fmin(a[i], b[i])
-
-
-@numba.njit(fastmath=FASTMATH)
-def _sum_exp(x, m):
-    s = m - m
-    for i in range(x.size):
-        s += vexp(x[i] - m)
-    return s
-
-
-@numba.njit(fastmath=FASTMATH)
-def _reduce_max(x):
-    m = x[0]
-    for i in range(x.size):
-        m = fmax(m, x[i])
-    return m
-
-
-@numba.njit(fastmath=FASTMATH)
-def _reduce_min(x):
-    m = x[0]
-    for i in range(x.size):
-        m = fmin(m, x[i])
-    return m
+(_map_exp, _map_exp_normal, _map_log, _map_sincos, _map_minmax, _map_minmax_generic,
+ _sum_exp, _reduce_max, _reduce_min) = _build(_children.source_key())
 
 
 def jexp(x):
@@ -257,12 +298,6 @@ def test_vexp_special_values(dt):
     z = np.array([0.0, 1.0, np.nan, -np.inf, 2.0], dt)
     assert np.isnan(_sum_exp(z, dt(2.0)))
     assert _sum_exp(np.array([-np.inf, 0.0], dt), dt(0.0)) == 1
-
-
-@numba.njit(fastmath=FASTMATH)
-def _map_exp_normal(x, out):
-    for i in range(x.size):
-        out[i] = _vmath.vexp_normal(x[i])
 
 
 @pytest.mark.parametrize("dt", [F32, F64])
@@ -454,13 +489,10 @@ def test_fmax_fmin(dt):
     np.testing.assert_array_equal(mx, np.fmax(a, b))
     np.testing.assert_array_equal(mn, np.fmin(a, b))
     # the generic (non-CPU) versions used on other targets
-    gmax = numba.njit(lambda p, q: _vmath._fmax_generic(p, q))
-    gmin = numba.njit(lambda p, q: _vmath._fmin_generic(p, q))
-    for p, q in zip(a, b):
-        assert ulp_dist(np.array([gmax(p, q)], dt),
-                        np.array([np.fmax(p, q)], dt))[0] == 0
-        assert ulp_dist(np.array([gmin(p, q)], dt),
-                        np.array([np.fmin(p, q)], dt))[0] == 0
+    gmx, gmn = np.empty_like(a), np.empty_like(a)
+    _map_minmax_generic(a, b, gmx, gmn)
+    assert np.all(ulp_dist(gmx, np.fmax(a, b)) == 0)
+    assert np.all(ulp_dist(gmn, np.fmin(a, b)) == 0)
     # reductions with NaNs and -inf
     x = rng.standard_normal(10_001).astype(dt)
     x[::7] = np.nan
@@ -485,19 +517,23 @@ def _llvm(disp, dt):
 
 @pytest.mark.parametrize("dt", [F32, F64])
 def test_vectorizes(dt):
+    # numba keeps no IR for code loaded from its cache: compile the loops
+    # afresh, with the same flags
+    sum_exp = numba.njit(fastmath=FASTMATH)(_sum_exp.py_func)
+    reduce_max = numba.njit(fastmath=FASTMATH)(_reduce_max.py_func)
     x = np.linspace(-5, 5, 1001).astype(dt)
-    _sum_exp(x, dt(1))
-    _reduce_max(x)
+    sum_exp(x, dt(1))
+    reduce_max(x)
     name = "float" if dt is F32 else "double"
     import re
-    ir = _llvm(_sum_exp, numba.from_dtype(dt))
+    ir = _llvm(sum_exp, numba.from_dtype(dt))
     vec = re.compile(r"<(\d+) x %s>" % name)
     assert any(int(n) >= 2 for n in vec.findall(ir)), "vexp loop is scalar"
     assert "@exp" not in ir and "llvm.exp" not in ir
     if dt is F32:        # no silent float64 / int64 lanes in a float32 loop
         assert "double>" not in ir
         assert "x i64>" not in ir
-    ir = _llvm(_reduce_max, numba.from_dtype(dt))
+    ir = _llvm(reduce_max, numba.from_dtype(dt))
     assert re.search(r"llvm\.(vector\.reduce\.fmax|maxnum)\.v\d+f", ir), \
         "fmax reduction is scalar"
 
