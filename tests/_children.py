@@ -41,13 +41,17 @@ SETTINGS = {
     # default: the tests' own process unless its environment switched it on)
     "tile": (dict(FASTSOFTMAX_TILE="1"), ("tile",)),
     "row": (dict(FASTSOFTMAX_TILE="0"), ("tile",)),
+    # the CUDA simulator (device functions run as Python on NumPy scalars)
+    "cudasim": (dict(NUMBA_ENABLE_CUDASIM="1"), ("cudasim_vmath", "cudasim_rng")),
 }
 
-#: job -> (test module, function of no arguments run in the child)
+#: job -> (module of tests/, function of no arguments run in the child)
 JOBS = {
     "bits": ("test_bits", "child_job"),
     "stream": ("test_stream", "child_job"),
     "tile": ("test_summarize", "tile_job"),
+    "cudasim_vmath": ("_cudasim", "vmath_job"),
+    "cudasim_rng": ("_cudasim", "rng_job"),
 }
 
 TESTS = os.path.dirname(os.path.abspath(__file__))

@@ -22,6 +22,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import _children  # noqa: E402
+import _cudasim  # noqa: E402
 from fastsoftmax._kernels.vmath import fmax, fmin, vexp, vlog, vsincos  # noqa: E402
 from fastsoftmax._kernels import vmath as _vmath  # noqa: E402
 
@@ -572,7 +573,7 @@ def test_python_path_matches_jit(dt):
 
 
 # ---------------------------------------------------------------------------
-# CUDA simulator and cache=True, each in a fresh interpreter
+# CUDA simulator (a shared child) and cache=True (a fresh interpreter)
 
 def _run(code, env_extra, tmp_path):
     env = dict(os.environ)
@@ -585,36 +586,14 @@ def _run(code, env_extra, tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
                     reason="numba-cuda is not installed")
-def test_cuda_simulator(tmp_path):
-    code = """
-    import numpy as np
-    from numba import cuda
-    from fastsoftmax._kernels.vmath import vexp, vlog, vsincos, fmax, fmin
-
-    @cuda.jit(device=True)
-    def dev(v):
-        s, c = vsincos(v)
-        return vexp(v), vlog(v), s, c, fmax(v, np.float32(np.nan)), fmin(v, v)
-
-    @cuda.jit
-    def kern(x, out):
-        i = cuda.grid(1)
-        if i < x.size:
-            r = dev(x[i])
-            for j in range(6):
-                out[j, i] = r[j]
-
-    x = np.linspace(0.1, 3.0, 64).astype(np.float32)
-    out = np.zeros((6, x.size), np.float32)
-    kern[2, 32](x, out)
+def test_cuda_simulator(tmp_path_factory):
+    """A device function calling every vmath function, in a kernel under the
+    simulator (``_cudasim.vmath_job``)."""
+    out = np.array(_children.job(tmp_path_factory, "cudasim", "cudasim_vmath"), np.float32)
+    x = _cudasim.VMATH_X
     ref = np.array([np.exp(x), np.log(x), np.sin(x), np.cos(x), x, x])
     err = np.abs(out - ref) / np.abs(ref)
-    print("MAXREL", float(err.max()))
-    """
-    r = _run(code, {"NUMBA_ENABLE_CUDASIM": "1"}, tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    rel = float(r.stdout.split("MAXREL")[1])
-    assert rel < 3e-7
+    assert float(err.max()) < 3e-7
 
 
 def test_cache_true_hits(tmp_path):
