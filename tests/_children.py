@@ -31,23 +31,28 @@ HASWELL = dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="")
 SETTINGS = {
     # 256-bit: AVX2 and FMA, no AVX-512 (NUMBA_CPU_NAME alone keeps the
     # host's features), the compiler's own vector width
-    "256": (dict(HASWELL), ("bits", "stream")),
+    "256": (dict(HASWELL), ("bits", "stream", "simd")),
     # 128-bit: the same target, the kernels' vectors and LLVM's vectorizers
     # told to prefer 128 bits (xmm code)
-    "128": (dict(HASWELL, FASTSOFTMAX_VECTOR_WIDTH="128"), ("bits", "stream")),
+    "128": (dict(HASWELL, FASTSOFTMAX_VECTOR_WIDTH="128"), ("bits", "stream", "simd")),
     # the host's own build (512-bit where the host has AVX-512)
     "host": ({}, ("bits",)),
     # the tile path built in (16 short rows, one per lane), and out (the
     # default: the tests' own process unless its environment switched it on)
     "tile": (dict(FASTSOFTMAX_TILE="1"), ("tile",)),
     "row": (dict(FASTSOFTMAX_TILE="0"), ("tile",)),
+    # the CUDA simulator (device functions run as Python on NumPy scalars)
+    "cudasim": (dict(NUMBA_ENABLE_CUDASIM="1"), ("cudasim_vmath", "cudasim_rng")),
 }
 
-#: job -> (test module, function of no arguments run in the child)
+#: job -> (module of tests/, function of no arguments run in the child)
 JOBS = {
     "bits": ("test_bits", "child_job"),
     "stream": ("test_stream", "child_job"),
     "tile": ("test_summarize", "tile_job"),
+    "simd": ("test_simd", "child_job"),
+    "cudasim_vmath": ("_cudasim", "vmath_job"),
+    "cudasim_rng": ("_cudasim", "rng_job"),
 }
 
 TESTS = os.path.dirname(os.path.abspath(__file__))

@@ -1,13 +1,10 @@
 """Tests of fastsoftmax._kernels.rng: Philox4x32-10, normals, uniforms, chi-square.
 
-Every jitted driver below is compiled once per module; seeds are fixed, so the
-statistical tests are deterministic (thresholds p > 1e-4: a wrong formula
-fails by orders of magnitude).
+The jitted drivers below are compiled once into numba's cache; seeds are fixed,
+so the statistical tests are deterministic (thresholds p > 1e-4: a wrong
+formula fails by orders of magnitude).
 """
-import os
-import subprocess
-import sys
-import textwrap
+import importlib.util
 
 import numpy as np
 import pytest
@@ -15,6 +12,8 @@ from hypothesis import given, settings, strategies as st
 from numba import njit
 from scipy import stats
 
+import _children
+import _cudasim
 from fastsoftmax._kernels import rng as R
 
 SEED = 20240607
@@ -30,69 +29,93 @@ KAT = [
 
 
 # --------------------------------------------------------------------------
-# jitted drivers (one compilation per signature for the whole module)
+# jitted drivers, compiled into numba's cache: ``key`` (the package kernels'
+# source key) is in their closure, so the cache index changes with the
+# sources of the rng functions they inline, not only with this file
 # --------------------------------------------------------------------------
-@njit
-def philox_nb(c, k):
-    return R.philox4x32_10(c[0], c[1], c[2], c[3], k[0], k[1])
+def _build(key):
+    jit = dict(cache=True)
+
+    @njit(**jit)
+    def philox_nb(c, k):
+        key  # noqa: B018  (part of the cache key)
+        return R.philox4x32_10(c[0], c[1], c[2], c[3], k[0], k[1])
+
+    @njit(**jit)
+    def fill_rows(out, n, seed, row0, stream):
+        key  # noqa: B018
+        for r in range(out.shape[0]):
+            R.fill_normals(out[r], n, seed, row0 + r, stream)
+
+    @njit(**jit)
+    def normals_at(seed, rows, stream, indices):
+        key  # noqa: B018
+        out = np.empty((rows.size, indices.size))
+        for r in range(rows.size):
+            for i in range(indices.size):
+                out[r, i] = R.normal(seed, rows[r], stream, indices[i])
+        return out
+
+    @njit(**jit)
+    def uniforms(seed, nrows, stream, index):
+        key  # noqa: B018
+        out = np.empty(nrows)
+        for r in range(nrows):
+            out[r] = R.uniform(seed, r, stream, index)
+        return out
+
+    @njit(**jit)
+    def uniform_ints(seed, nrows, stream, m):
+        key  # noqa: B018
+        out = np.empty(nrows, np.int64)
+        for r in range(nrows):
+            out[r] = R.uniform_int(seed, r, stream, m)
+        return out
+
+    @njit(**jit)
+    def chi2s(seed, nrows, stream, k):
+        key  # noqa: B018
+        out = np.empty(nrows)
+        for r in range(nrows):
+            out[r] = R.chi2(seed, r, stream, k)
+        return out
+
+    @njit(**jit)
+    def box_muller_both(wr, wa):
+        key  # noqa: B018
+        o32 = np.empty((wr.size, 2), np.float32)
+        o64 = np.empty((wr.size, 2), np.float64)
+        for i in range(wr.size):
+            a, b = R._box_muller(wr[i], wa[i], np.float32)
+            o32[i, 0] = a
+            o32[i, 1] = b
+            a, b = R._box_muller(wr[i], wa[i], np.float64)
+            o64[i, 0] = a
+            o64[i, 1] = b
+        return o32, o64
+
+    @njit(**jit)
+    def uniform53_nb(w_hi, w_lo):
+        key  # noqa: B018
+        return R._uniform53(w_hi, w_lo)
+
+    @njit(**jit)
+    def fused_and_block(flat, rowwise, plain, seed, row0, a, b):
+        """fill_normals_rows over the block, fill_normals_affine and
+        fill_normals row by row."""
+        key  # noqa: B018
+        nr, n = flat.shape
+        R.fill_normals_rows(flat, nr, n, seed, row0, R.STREAM_LOGITS, a, b)
+        for i in range(nr):
+            R.fill_normals_affine(rowwise[i], n, seed, row0 + i, R.STREAM_LOGITS, a, b)
+            R.fill_normals(plain[i], n, seed, row0 + i, R.STREAM_LOGITS)
+
+    return (philox_nb, fill_rows, normals_at, uniforms, uniform_ints, chi2s, box_muller_both,
+            uniform53_nb, fused_and_block)
 
 
-@njit
-def fill_rows(out, n, seed, row0, stream):
-    for r in range(out.shape[0]):
-        R.fill_normals(out[r], n, seed, row0 + r, stream)
-
-
-@njit
-def normals_at(seed, rows, stream, indices):
-    out = np.empty((rows.size, indices.size))
-    for r in range(rows.size):
-        for i in range(indices.size):
-            out[r, i] = R.normal(seed, rows[r], stream, indices[i])
-    return out
-
-
-@njit
-def uniforms(seed, nrows, stream, index):
-    out = np.empty(nrows)
-    for r in range(nrows):
-        out[r] = R.uniform(seed, r, stream, index)
-    return out
-
-
-@njit
-def uniform_ints(seed, nrows, stream, m):
-    out = np.empty(nrows, np.int64)
-    for r in range(nrows):
-        out[r] = R.uniform_int(seed, r, stream, m)
-    return out
-
-
-@njit
-def chi2s(seed, nrows, stream, k):
-    out = np.empty(nrows)
-    for r in range(nrows):
-        out[r] = R.chi2(seed, r, stream, k)
-    return out
-
-
-@njit
-def box_muller_both(wr, wa):
-    o32 = np.empty((wr.size, 2), np.float32)
-    o64 = np.empty((wr.size, 2), np.float64)
-    for i in range(wr.size):
-        a, b = R._box_muller(wr[i], wa[i], np.float32)
-        o32[i, 0] = a
-        o32[i, 1] = b
-        a, b = R._box_muller(wr[i], wa[i], np.float64)
-        o64[i, 0] = a
-        o64[i, 1] = b
-    return o32, o64
-
-
-@njit
-def uniform53_nb(w_hi, w_lo):
-    return R._uniform53(w_hi, w_lo)
+(philox_nb, fill_rows, normals_at, uniforms, uniform_ints, chi2s, box_muller_both,
+ uniform53_nb, _fused_and_block) = _build(_children.source_key())
 
 
 def normals(n, rows, dtype, seed=SEED, row0=0, stream=R.STREAM_LOGITS, width=None):
@@ -235,39 +258,13 @@ def test_python_mode_matches_compiled():
         assert R.chi2(SEED, 3, 1, k) == pytest.approx(chi2s(SEED, 4, 1, k)[3], rel=1e-12)
 
 
-_SIM_SCRIPT = textwrap.dedent("""
-    import numpy as np
-    from numba import cuda
-    from fastsoftmax._kernels import rng as R
-
-    @cuda.jit
-    def kern(z, out, seed):
-        i = cuda.grid(1)
-        if i < z.shape[0]:
-            R.fill_normals(z[i], z.shape[1], seed, i, 0)
-            out[i, 0] = R.normal(seed, i, 0, 3)
-            out[i, 1] = R.uniform(seed, i, 3, 0)
-            out[i, 2] = R.uniform_int(seed, i, 2, 1000)
-            out[i, 3] = R.chi2(seed, i, 1, 7.5)
-
-    z = np.zeros((2, 6))
-    out = np.zeros((2, 4))
-    kern[1, 2](z, out, np.uint64(%d))
-    np.save(%r, np.concatenate([z.ravel(), out.ravel()]))
-""")
-
-
-def test_cuda_simulator_kernel(tmp_path):
-    pytest.importorskip("numba.cuda")
-    path = str(tmp_path / "sim.npy")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(R.__file__)))]
-        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    proc = subprocess.run([sys.executable, "-c", _SIM_SCRIPT % (SEED, path)], env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = np.load(path)
+@pytest.mark.skipif(importlib.util.find_spec("numba.cuda") is None,
+                    reason="numba.cuda is not installed")
+def test_cuda_simulator_kernel(tmp_path_factory):
+    """The rng functions in a kernel under the simulator
+    (``_cudasim.rng_job``) give the CPU build's numbers."""
+    assert _cudasim.RNG_SEED == SEED
+    got = np.array(_children.job(tmp_path_factory, "cudasim", "cudasim_rng"))
     z = normals(6, 2, np.float64)
     rows = np.arange(2, dtype=np.int64)
     expected = np.concatenate([
@@ -376,19 +373,9 @@ def test_correlations_near_zero():
 def test_fused_and_block_generation_equal_row_by_row(dt):
     """fill_normals_affine == a + b * fill_normals; fill_normals_rows (a
     block of rows in one loop) == the rows one by one (same bits)."""
-    from numba import njit
-
-    @njit
-    def both(flat, rowwise, plain, seed, row0, a, b):
-        nr, n = flat.shape
-        R.fill_normals_rows(flat, nr, n, seed, row0, R.STREAM_LOGITS, a, b)
-        for i in range(nr):
-            R.fill_normals_affine(rowwise[i], n, seed, row0 + i, R.STREAM_LOGITS, a, b)
-            R.fill_normals(plain[i], n, seed, row0 + i, R.STREAM_LOGITS)
-
     T = np.dtype(dt).type
     for n in (4, 8, 64, 100, 1024):
         flat, rowwise, plain = (np.zeros((37, n), dt) for _ in range(3))
-        both(flat, rowwise, plain, np.uint64(12345), 2 ** 33 + 5, 0.5, 2.0)
+        _fused_and_block(flat, rowwise, plain, np.uint64(12345), 2 ** 33 + 5, 0.5, 2.0)
         assert np.array_equal(flat, rowwise)
         assert np.array_equal(rowwise, T(0.5) + T(2.0) * plain)

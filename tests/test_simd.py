@@ -1,16 +1,13 @@
 """The SIMD primitives of fastsoftmax._kernels.simd: the CPU intrinsics (LLVM vector
 IR over 16 lanes) give exactly the numbers of their plain-Python reference
 bodies (the same operations in the same order), for every tail length, with
--inf, +-inf and NaN, at the vector width in use (256-bit in a child process)."""
-import os
-import subprocess
-import sys
-
+-inf, +-inf and NaN, at the vector width in use, and at 256 and 128 bits in the
+children of ``_children``."""
 import numpy as np
 import pytest
 from numba import njit
 
-from helpers import subprocess_env
+import _children
 from fastsoftmax._kernels import simd as _simd
 from fastsoftmax._kernels.row import tile_load, tile_sums
 
@@ -18,39 +15,62 @@ S32 = _simd.stack_array(np.float32, 4, 16)
 S64 = _simd.stack_array(np.float64, 4, 16)
 
 
-@njit
-def _top2(a, off, n):
-    return _simd.top2(a, off, n)
+def _build(key):
+    """The test's drivers, compiled into numba's cache (the children's too):
+    ``key``, the package kernels' source key (with the vector-width
+    setting), is in their closure, so the cache index changes with the
+    sources they inline."""
+
+    @njit(cache=True)
+    def top2(a, off, n):
+        key  # noqa: B018  (part of the cache key)
+        return _simd.top2(a, off, n)
+
+    @njit(cache=True)
+    def chan(val, c, off, nr, mean):
+        key  # noqa: B018
+        return _simd.chan_stats(val, c, off, nr), _simd.chan_ss(val, c, off, nr, mean)
+
+    @njit(cache=True)
+    def flush_tree(p, d):
+        key  # noqa: B018
+        P = S32()
+        D = S64()
+        for c in range(4):
+            for k in range(16):
+                P[c, k] = p[c, k]
+                D[c, k] = d[c, k]
+        _simd.flush(P, D, 4)
+        out = np.zeros(5)
+        for c in range(4):
+            out[c] = _simd.tree_sum(D, c)
+        out[4] = P[2, 3]
+        return out
+
+    @njit(cache=True)
+    def rows(x):
+        key  # noqa: B018
+        out = np.zeros(x.shape[0])
+        for r in range(x.shape[0]):
+            v = _simd.row_view(x, r)
+            out[r] = v[0] + v[v.shape[0] - 1]
+        return out
+
+    @njit(cache=True)
+    def tile(x, r0, k):
+        key  # noqa: B018
+        n = x.shape[1]
+        tb = np.empty((n, 16), dtype=x.dtype)
+        tm = np.empty((2, 16), dtype=x.dtype)
+        td = np.empty((4, 16))
+        tile_load(x, r0, k, n, tb)
+        tile_sums(tb, n, tm, td)
+        return tb, tm, td
+
+    return top2, chan, flush_tree, rows, tile
 
 
-@njit
-def _chan(val, c, off, nr, mean):
-    return _simd.chan_stats(val, c, off, nr), _simd.chan_ss(val, c, off, nr, mean)
-
-
-@njit
-def _flush_tree(p, d):
-    P = S32()
-    D = S64()
-    for c in range(4):
-        for k in range(16):
-            P[c, k] = p[c, k]
-            D[c, k] = d[c, k]
-    _simd.flush(P, D, 4)
-    out = np.zeros(5)
-    for c in range(4):
-        out[c] = _simd.tree_sum(D, c)
-    out[4] = P[2, 3]
-    return out
-
-
-@njit
-def _rows(x):
-    out = np.zeros(x.shape[0])
-    for r in range(x.shape[0]):
-        v = _simd.row_view(x, r)
-        out[r] = v[0] + v[v.shape[0] - 1]
-    return out
+_top2, _chan, _flush_tree, _rows, _tile = _build(_children.source_key())
 
 
 LENGTHS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 1000]
@@ -111,33 +131,36 @@ def test_row_view():
     assert np.array_equal(_rows(x), x[:, 0] + x[:, -1])
 
 
-def test_same_numbers_at_256_bits(tmp_path):
-    """FASTSOFTMAX_VECTOR_WIDTH=256 splits the 16 lanes into 256-bit chunks
-    (and transposes tiles in 8 x 8 blocks): the same numbers."""
-    code = ("import sys; sys.argv = ['x']; import test_simd as t; "
-            "t.test_top2(__import__('numpy').float32); t.test_chan_stats_and_ss(); "
-            "t.test_flush_and_tree_sum(); "
-            "t.test_tile_sums_per_lane(__import__('numpy').float32, 17); print('OK')")
-    env = subprocess_env(FASTSOFTMAX_VECTOR_WIDTH="256", NUMBA_CACHE_DIR=str(tmp_path))
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env["PYTHONPATH"]])
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=600)
-    assert p.returncode == 0 and "OK" in p.stdout, p.stderr[-3000:]
+def child_job():
+    """In the 256- and 128-bit children (``_children``): the checks above,
+    the intrinsics against their Python bodies, with the 16 lanes split
+    into chunks of that width (tiles transposed in 8 x 8 or 4 x 4 blocks);
+    "OK" or the failure."""
+    import traceback
+    try:
+        test_top2(np.float32)
+        test_chan_stats_and_ss()
+        test_flush_and_tree_sum()
+        test_tile_sums_per_lane(np.float32, 17)
+    except Exception:
+        return traceback.format_exc()
+    return "OK"
+
+
+def test_same_numbers_at_256_bits(tmp_path_factory):
+    """The 16 lanes in 256-bit chunks (the build of a CPU without
+    AVX-512): the same numbers."""
+    assert _children.job(tmp_path_factory, "256", "simd") == "OK"
+
+
+def test_same_numbers_at_128_bits(tmp_path_factory):
+    """FASTSOFTMAX_VECTOR_WIDTH=128 splits the 16 lanes into 128-bit
+    chunks: the same numbers."""
+    assert _children.job(tmp_path_factory, "128", "simd") == "OK"
 
 
 # --------------------------------------------------------------------------
 # the tile path of the row kernel: 16 rows, one per lane
-
-@njit
-def _tile(x, r0, k):
-    n = x.shape[1]
-    tb = np.empty((n, 16), dtype=x.dtype)
-    tm = np.empty((2, 16), dtype=x.dtype)
-    td = np.empty((4, 16))
-    tile_load(x, r0, k, n, tb)
-    tile_sums(tb, n, tm, td)
-    return tb, tm, td
-
 
 def _sums_ref(row):
     """(m1, m2, R + 1, E2 + 1, E3 + 1, V) in float64 from the definitions."""
