@@ -12,7 +12,7 @@ import importlib.util
 import pytest
 
 import fastsoftmax as fs
-from conftest import record
+from report import record
 
 RUNS = [("numpy-naive", "softmax", "float32"), ("scipy", "softmax", "float32"),
         ("scipy", "softmax", "float64"), ("scipy", "ce_grad", "float64"),

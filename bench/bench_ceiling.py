@@ -1,7 +1,7 @@
 """fastsoftmax as a fraction of the ceilings, every candidate measured
 interleaved in one process (best of ROUNDS, and the median of the paired
 per-round ratios), so that a shared machine's noise hits them alike.  Prints
-a table at the end (see conftest), with each case's time per row and thread
+a table at the end (see report.py), with each case's time per row and thread
 and its excess over the ceiling: the fraction judges a CPU where the exp is
 cheap (the rest of the work decides), the excess one where the exp is slow
 enough to hide the rest.
@@ -30,7 +30,7 @@ import pytest
 import fastsoftmax as fs
 import peers
 from ceiling import exp_sum, exp_sum_default, interleaved, mem_sum, mem_sum_default, rng_alone
-from conftest import record
+from report import record
 from fastsoftmax.models import DotProduct, Gaussian
 
 ROUNDS = 7

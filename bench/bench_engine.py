@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import fastsoftmax as fs
-from conftest import record
+from report import record
 
 RSS = textwrap.dedent("""
     import resource, sys, time

@@ -16,7 +16,7 @@ import pytest
 import fastsoftmax as fs
 import peers
 from ceiling import rng_alone
-from conftest import record
+from report import record
 from fastsoftmax.models import DotProduct, Gaussian
 
 SAMPLES = {64: 2_000_000, 1024: 200_000}

@@ -1,5 +1,5 @@
 """summarize vs NumPy, SciPy, JAX-jit and PyTorch computing the same
-statistics, in one run; prints logits/s and ratios (see conftest).
+statistics, in one run; prints logits/s and ratios (see report.py).
 
     python -m pytest bench/bench_summarize.py --benchmark-only -q -s
 """
@@ -13,7 +13,7 @@ import pytest
 
 import fastsoftmax as fs
 import peers
-from conftest import record
+from report import record
 
 SIZES = [(2_000_000, 64, "float32"), (100_000, 1024, "float32"), (10_000, 16384, "float32"),
          (100_000, 1024, "float64")]

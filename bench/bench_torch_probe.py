@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import fastsoftmax.torch._aggregate as fst                   # noqa: E402
-from conftest import record                                  # noqa: E402
+from report import record                                  # noqa: E402
 from fastsoftmax.torch import AttentionProbe                 # noqa: E402
 from torch.overrides import TorchFunctionMode                # noqa: E402
 

@@ -23,7 +23,7 @@ Needs numba + numba-cuda and a GPU; uses CuPy and/or PyTorch when importable
 5. softmax vs torch -- fs.softmax and torch.softmax of the same float32
    device rows (n = 64, 1024, 16384): rows/s and their ratio.
 6. tuning -- if time is left: the same two n = 64 runs with other knobs
-   (threads per block, register cap, blocks per SM) for the next session.
+   (threads per block, register cap, blocks per SM), for the next tuning.
 
 First, the roofline prediction of ``bench/gpu_compile.py --roofline`` (from
 the compiled PTX), printed beside each measurement.  Prints a line per step
