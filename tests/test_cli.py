@@ -406,9 +406,9 @@ def test_failure_while_running_exits_1(tmp_path, monkeypatch, capsys):
 
 def test_info(monkeypatch, capsys):
     # one run of the command (its JSON), in process: info starts the threading
-    # layer itself (a tiny parallel call) and compiles its vector-width probe
-    # uncached, so a fresh interpreter would check nothing more; then the text
-    # form of the same dict
+    # layer itself (a tiny parallel call) and measures its vector-width probe
+    # (or reads what it measured before), so a fresh interpreter would check
+    # nothing more; then the text form of the same dict
     rc, out, err = run("info", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -444,6 +444,44 @@ def test_info(monkeypatch, capsys):
             assert (label in units.split(", ")) == (flag in flags), (flag, units)
         bits = "512" if "avx512f" in flags else "256" if "avx" in flags else "128"
         assert d["vector width"].startswith(f"{bits}-bit"), d["vector width"]
+
+
+def test_kernel_vector_width_is_kept_per_build_and_target(monkeypatch, tmp_path):
+    # info's measured width: its answer is kept beside the kernels' cache,
+    # under a key that changes with the CPU target and the kernels' sources
+    import numba
+
+    from fastsoftmax.backends import cpu
+    real = cpu.kernel_vector_width()
+    memo = cpu._vector_width_memo()
+    assert memo is not None and json.loads(open(memo).read()) == list(real)
+    with monkeypatch.context() as m:
+        m.setattr(numba.config, "CPU_FEATURES", "-avx512f")
+        assert cpu._vector_width_memo() != memo
+    with monkeypatch.context() as m:
+        m.setattr(cpu, "_source_key", lambda: 1)
+        assert cpu._vector_width_memo() != memo
+    # a kept answer is read, not measured; an unreadable one is measured
+    # (here a stand-in machine code: registers counted) and written again
+    kept = tmp_path / "w.json"
+    monkeypatch.setattr(cpu, "_vector_width_memo", lambda: str(kept))
+    kept.write_text(json.dumps([128, "kept"]))
+    assert cpu.kernel_vector_width() == (128, "kept")
+
+    class Probe:
+        def __init__(self, f):
+            pass
+
+        def __call__(self, x):
+            return 0.0
+
+        def inspect_asm(self):
+            return {"f": "vaddps %ymm1, %ymm2, %ymm13\n\tvmovups %xmm0, (%rax)"}
+    monkeypatch.setattr(cpu, "njit", lambda **kw: Probe)
+    kept.write_text("{")
+    want = (256, "0 zmm / 3 ymm / 1 xmm register uses in the row pass")
+    assert cpu.kernel_vector_width() == want
+    assert json.loads(kept.read_text()) == list(want)
 
 
 def test_console_script_entry_point():

@@ -287,20 +287,57 @@ def _probe(x):
 def kernel_vector_width() -> tuple[int, str]:
     """(bits, detail): the SIMD width fastsoftmax's kernels really use here.
 
-    Compiles (uncached, ~2 s) a probe made of the kernels' own row pass
-    (``row_stats``: the top-2 and exp passes) with the kernels' flags, vector
-    width knob and numba CPU target, and counts the vector registers in its
-    machine code: 512 if it uses zmm registers, 256 for ymm, 128 for xmm only.
+    Compiles a probe made of the kernels' own row pass (``row_stats``: the
+    top-2 and exp passes) with the kernels' flags, vector width knob and
+    numba CPU target, and counts the vector registers in its machine code:
+    512 if it uses zmm registers, 256 for ymm, 128 for xmm only.  numba
+    cannot show the machine code of a cached function, so the probe compiles
+    uncached (~2 s); its answer is kept beside the kernels' numba cache, keyed
+    by everything that decides the machine code (the kernels' sources and
+    knobs, the numba and llvmlite versions, the CPU target).
     """
+    import json
     import re
 
+    memo = _vector_width_memo()
+    if memo is not None and os.path.exists(memo):
+        try:
+            with open(memo) as f:
+                bits, detail = json.load(f)
+            return int(bits), str(detail)
+        except (OSError, ValueError, TypeError):
+            pass                               # unreadable: measure again, rewrite it
     probe = njit(fastmath=FASTMATH, error_model="numpy")(_probe)
     probe(np.zeros(64, dtype=np.float32))
     asm = "\n".join(probe.inspect_asm().values())
     counts = {k: len(re.findall(r"%" + k + r"\d+", asm)) for k in ("zmm", "ymm", "xmm")}
     bits = 512 if counts["zmm"] else 256 if counts["ymm"] else 128
-    return bits, "{zmm} zmm / {ymm} ymm / {xmm} xmm register uses in the row pass".format(
-        **counts)
+    detail = "{zmm} zmm / {ymm} ymm / {xmm} xmm register uses in the row pass".format(**counts)
+    if memo is not None:
+        try:                                   # written whole or not at all
+            os.makedirs(os.path.dirname(memo), exist_ok=True)
+            tmp = f"{memo}.{os.getpid()}.{threading.get_ident()}"
+            with open(tmp, "w") as f:
+                json.dump([bits, detail], f)
+            os.replace(tmp, memo)
+        except OSError:
+            pass                               # a read-only cache: measure every time
+    return bits, detail
+
+
+def _vector_width_memo() -> str | None:
+    """The file of :func:`kernel_vector_width`'s answer for this build and
+    target, in the kernels' numba cache (None where they have none)."""
+    import llvmlite
+    import llvmlite.binding as ll
+
+    cfg: Any = numba.config
+    key = repr((_source_key(), numba.__version__, llvmlite.__version__, FASTMATH,
+                cfg.CPU_NAME, cfg.CPU_FEATURES, ll.get_host_cpu_name(),
+                ll.get_host_cpu_features().flatten()))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+    cache = getattr(getattr(observe_chunk, "_cache", None), "_cache_path", None)
+    return None if cache is None else os.path.join(cache, f"vector-width-{digest}.json")
 
 
 class _Scratch(threading.local):
