@@ -381,6 +381,7 @@ def _scenarios():
 
     # ---- softmax of device arrays
     def softmax_device():
+        from fastsoftmax.backends.cuda._geometry import group_size
         _patch(vpt=2)
         rng = np.random.default_rng(8)
         out = {}
@@ -393,7 +394,9 @@ def _scenarios():
         # kernel twice each, a thread an element: 9 columns keep the special
         # rows and a group of threads a row
         x9 = x[:, :9]
-        cases = {"g1_n5": (x[:, :5], -1), "gN_n33": (x, -1), "axis0": (x, 0),
+        # g1: a thread a row (n < 2 * VALUES_PER_THREAD); g2, gN: a group
+        cases = {"g1_n3": (x[:, :3], -1), "g2_n5": (x[:, :5], -1), "gN_n33": (x, -1),
+                 "axis0": (x, 0),
                  "mid3d": (x9.reshape(2, 4, 9).astype(np.float64), 1),
                  "all": (x[:3, :4], None), "f16": (x9.astype(np.float16), -1)}
         for name, (a, axis) in cases.items():
@@ -408,8 +411,10 @@ def _scenarios():
                 rel = float(np.max(np.abs(got64[ok] - ref64[ok])
                                    / np.maximum(np.abs(ref64[ok]), 1e-300), initial=0.0))
                 inf_same = bool(np.array_equal(np.isinf(ref), np.isinf(got)))
+                n = a.size if axis is None else a.shape[axis]
                 out[f"{name}_{'log' if log else 'p'}"] = {
-                    "same_nan": same_nan, "same_inf": inf_same, "max_rel": rel,
+                    "group": group_size(n), "same_nan": same_nan, "same_inf": inf_same,
+                    "max_rel": rel,
                     "shape": list(got.shape), "ref_shape": list(ref.shape),
                     "dtype": str(got.dtype), "ref_dtype": str(ref.dtype)}
         return out
@@ -419,13 +424,14 @@ def _scenarios():
         # float32 softmax in float32 arithmetic: logits spread over hundreds
         # (rounding x_i - m1 alone would cost 6e-6 at -100), subnormal and
         # zero outputs, -inf masks; ulps against float64 rounded once.  6
-        # rows a case (5 of g1_n5's and 2 of gN_n64's scaled by 30 or 60,
+        # rows a case (5 of g2_n5's and 2 of gN_n64's scaled by 30 or 60,
         # differences down to -139 and -288): a difference rounded to
-        # float32 would be off by tens of ulps there
+        # float32 would be off by tens of ulps there; g1_n3 is a thread a row
+        from fastsoftmax.backends.cuda._geometry import group_size
         _patch(vpt=2)
         rng = np.random.default_rng(12)
         out = {}
-        for name, n in (("g1_n5", 5), ("gN_n64", 64)):
+        for name, n in (("g2_n5", 5), ("gN_n64", 64), ("g1_n3", 3)):
             x = (rng.normal(size=(6, n)) * rng.choice([1.0, 30.0, 60.0], size=(6, 1)))
             x[::5, 1] = -np.inf
             x = x.astype(np.float32)
@@ -443,7 +449,7 @@ def _scenarios():
                 ulp = np.spacing(np.where(fin, r32, 1.0).astype(np.float32)).astype(np.float64)
                 err = np.abs(got.astype(np.float64)[fin] - ref[fin]) / ulp[fin]
                 out[f"{name}_{'log' if log else 'p'}"] = {
-                    "max_ulp": float(err.max()),
+                    "group": group_size(n), "max_ulp": float(err.max()),
                     "subnormal_outputs": int(np.sum((r32 > 0) & (r32 < 1.1754944e-38))),
                     "same_inf": bool(np.array_equal(np.isinf(got), np.isinf(ref)))}
         return out
@@ -923,7 +929,11 @@ def test_device_array_layouts(sim, case):
 def test_softmax_of_device_arrays(sim):
     r = dict(_get(sim, "softmax_device"))
     r.pop("_seconds")
-    assert len(r) == 12
+    assert len(r) == 14
+    # both kernels ran: a thread a row, and a group of threads a row
+    groups = {name: v["group"] for name, v in r.items() if name.startswith("g")}
+    assert groups == {"g1_n3_p": 1, "g1_n3_log": 1, "g2_n5_p": 2, "g2_n5_log": 2,
+                      "gN_n33_p": 16, "gN_n33_log": 16}
     for name, v in r.items():
         assert v["same_nan"] and v["same_inf"], name
         assert v["shape"] == v["ref_shape"], name
@@ -937,7 +947,8 @@ def test_softmax_float32_within_ulps(sim):
     # the documented bound of the float32 device softmax (``_kernels._span32``):
     # <= 3 ulp (subnormal outputs included), log_softmax <= 1.5 ulp
     r = {k: v for k, v in _get(sim, "softmax_f32_wide").items() if not k.startswith("_")}
-    assert len(r) == 4
+    assert len(r) == 6
+    assert {v["group"] for v in r.values()} == {1, 2, 32}
     for name, v in r.items():
         assert v["same_inf"], name
         assert v["max_ulp"] <= (1.5 if name.endswith("log") else 3.0), (name, v["max_ulp"])
