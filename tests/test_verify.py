@@ -491,3 +491,17 @@ def test_names_that_left_the_namespace_still_work(name, home):
     assert got is getattr(home, name)
     with pytest.raises(AttributeError):
         V.no_such_name
+
+
+@pytest.mark.parametrize("name", J.__all__)
+def test_the_judges_module_of_0_2_0_still_works(name):
+    """``fastsoftmax.verify.judges`` (0.2.0's public module of the paper's
+    judges) keeps its names, each with a DeprecationWarning that points at the
+    caller's line."""
+    import fastsoftmax.verify.judges as old
+    assert sorted(old.__all__) == sorted(J.__all__)
+    with pytest.warns(DeprecationWarning, match=rf"verify\.judges\.{name} .*0\.4\.0") as w:
+        got = getattr(old, name)
+    assert got is getattr(J, name) and w[0].filename == __file__
+    with pytest.raises(AttributeError):
+        old.no_such_name

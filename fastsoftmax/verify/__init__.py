@@ -99,15 +99,22 @@ def __getattr__(name: str) -> Any:
     home = _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _moved(f"{__name__}.{name}", name, home)
+
+
+def _moved(old: str, name: str, home: str) -> Any:
+    """``name`` of the submodule ``home``, asked for by its 0.2.0 spelling
+    ``old`` (this namespace, or the 0.2.0 module ``judges``): warns once
+    per place of call, naming where it went and when the old one goes."""
     import importlib
     import warnings
     if home == "criteria":
-        msg = (f"fastsoftmax.verify.{name} moved to fastsoftmax.verify.criteria.{name}; "
+        msg = (f"{old} moved to fastsoftmax.verify.criteria.{name}; "
                "the old name is removed in 0.4.0")
     else:
-        msg = (f"fastsoftmax.verify.{name} is one of the paper's judges, private from 0.3.0; "
+        msg = (f"{old} is one of the paper's judges, private from 0.3.0; "
                "the name is removed in 0.4.0 (write a claim with fastsoftmax.verify.criteria)")
-    warnings.warn(msg, DeprecationWarning, stacklevel=2)
+    warnings.warn(msg, DeprecationWarning, stacklevel=3)
     return getattr(importlib.import_module(f"{__name__}.{home}"), name)
 
 
