@@ -1,19 +1,15 @@
 """verify's verdict rule on numbers: HOLDS only when the whole Z-SE interval of a
 measurement lies inside the band a claim states, FAILS when it lies wholly outside,
 INCONCLUSIVE otherwise, with the rows that would settle it."""
-import importlib
 import math
 
 import pytest
 
+from fastsoftmax.verify import _judges as J
 from fastsoftmax.verify import criteria as K
 from fastsoftmax.verify.criteria import FAILS, HOLDS, INCONCLUSIVE
 from fastsoftmax.verify.stats import Est, est_fraction
 
-try:
-    J = importlib.import_module("fastsoftmax.verify._judges")
-except ModuleNotFoundError:
-    J = importlib.import_module("fastsoftmax.verify.judges")
 
 CROSS = dict(x=49.3, x_lo=45.3, x_hi=64.0, significant=True)
 
