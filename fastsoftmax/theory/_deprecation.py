@@ -3,7 +3,7 @@
 Each alias warns ``DeprecationWarning`` once per process, naming the new
 spelling, and then calls it: the alias holds no formula of its own.
 Deprecated aliases are left out of ``__all__`` and of the API reference;
-docs/api/api.rst lists them beside their new spelling.
+docs/api.rst lists them beside their new spelling.
 """
 from __future__ import annotations
 
