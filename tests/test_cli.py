@@ -461,6 +461,12 @@ def test_kernel_vector_width_is_kept_per_build_and_target(monkeypatch, tmp_path)
     with monkeypatch.context() as m:
         m.setattr(cpu, "_source_key", lambda: 1)
         assert cpu._vector_width_memo() != memo
+    # and not with the order of the fastmath flags (a set's order follows
+    # the hash seed, which changes from process to process)
+    for order in (sorted, lambda f: sorted(f, reverse=True)):
+        with monkeypatch.context() as m:
+            m.setattr(cpu, "FASTMATH", order(cpu.FASTMATH))
+            assert cpu._vector_width_memo() == memo
     # a kept answer is read, not measured; an unreadable one is measured
     # (here a stand-in machine code: registers counted) and written again
     kept = tmp_path / "w.json"

@@ -332,7 +332,7 @@ def _vector_width_memo() -> str | None:
     import llvmlite.binding as ll
 
     cfg: Any = numba.config
-    key = repr((_source_key(), numba.__version__, llvmlite.__version__, FASTMATH,
+    key = repr((_source_key(), numba.__version__, llvmlite.__version__, sorted(FASTMATH),
                 cfg.CPU_NAME, cfg.CPU_FEATURES, ll.get_host_cpu_name(),
                 ll.get_host_cpu_features().flatten()))
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
