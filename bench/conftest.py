@@ -16,7 +16,7 @@ def _print_ratios():
     yield
     if not report.RESULTS:
         return
-    text = "\n".join(report.lines())
+    text = "\n".join(report.table_lines())
     print(text)
     out = os.environ.get("BENCH_REPORT")
     if out:

@@ -52,7 +52,7 @@ def _kernel_width():
     return f"{bits}-bit ({detail})"
 
 
-def lines():
+def table_lines():
     import numba
 
     from fastsoftmax._kernels import features as _cpu

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import time
@@ -454,7 +455,7 @@ def test_kernel_vector_width_is_kept_per_build_and_target(monkeypatch, tmp_path)
     from fastsoftmax.backends import cpu
     real = cpu.kernel_vector_width()
     memo = cpu._vector_width_memo()
-    assert memo is not None and json.loads(open(memo).read()) == list(real)
+    assert memo is not None and json.loads(pathlib.Path(memo).read_text()) == list(real)
     with monkeypatch.context() as m:
         m.setattr(numba.config, "CPU_FEATURES", "-avx512f")
         assert cpu._vector_width_memo() != memo
