@@ -12,7 +12,7 @@ ROUNDS = {}
 PER_ROW = {}
 
 
-def record(group, name, seconds, work, unit="logits/s", ref=False, rounds=None, rows=None):
+def record(group, name, seconds, work, unit="logits/s", ref=False, rows=None):
     """One measurement.  ``ref=True`` marks a ceiling (or a reference run such
     as unsaturated rows): every other entry of the group is also printed as a
     fraction of it.  ``seconds`` may be the list of an interleaved run's
